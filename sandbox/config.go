@@ -1,0 +1,161 @@
+package sandbox
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config describes one sandbox. The zero value of every field but Image
+// means "use the safe default"; Defaults lists them.
+type Config struct {
+	// Image is the container image; it must provide sh, sleep and /proc.
+	Image string
+	// Network is "none" (the default: loopback only) or "bridge".
+	Network string
+	// User is the numeric "uid:gid" that runs every command and owns the
+	// workspace. Default "1000:1000".
+	User string
+	// Memory limit in bytes; swap is set equal to it (no swap). Default 2 GiB.
+	Memory int64
+	// CPUs is the CPU quota in cores. Default 1.
+	CPUs float64
+	// Pids caps the number of processes. Default 512.
+	Pids int64
+	// NoFile is the open-files ulimit (soft and hard). Default 4096.
+	NoFile int64
+	// Lifetime is the longest the sandbox may exist: its PID 1 exits by
+	// itself after it, and Cleanup removes it past this deadline even if
+	// the runner died. Default 2h.
+	Lifetime time.Duration
+	// Env adds non-secret KEY=VALUE entries to every command's environment.
+	Env []string
+	// Workspace is a host directory copied into Workdir at start; empty
+	// starts with an empty workspace.
+	Workspace string
+	// RunID and TaskID label the container so that it can be found and
+	// cleaned up; RunID defaults to a random id.
+	RunID, TaskID string
+	// Owner is the process responsible for the container; zero means this
+	// process.
+	Owner Owner
+}
+
+// Defaults for Config fields left empty.
+const (
+	DefaultNetwork  = "none"
+	DefaultUser     = "1000:1000"
+	DefaultMemory   = 2 << 30
+	DefaultCPUs     = 1.0
+	DefaultPids     = 512
+	DefaultNoFile   = 4096
+	DefaultLifetime = 2 * time.Hour
+	homeDir         = "/home/sandbox"
+)
+
+// nonInteractiveEnv keeps tools from waiting for a terminal that is not there.
+var nonInteractiveEnv = []string{
+	"HOME=" + homeDir,
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"TERM=dumb",
+	"NO_COLOR=1",
+	"CI=true",
+	"PAGER=cat",
+	"MANPAGER=cat",
+	"GIT_PAGER=cat",
+	"LESS=-FRX",
+	"EDITOR=true",
+	"VISUAL=true",
+	"GIT_EDITOR=true",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_ASKPASS=true",
+	"SSH_ASKPASS=true",
+	"GIT_SSH_COMMAND=ssh -o BatchMode=yes",
+	"DEBIAN_FRONTEND=noninteractive",
+	"PIP_NO_INPUT=1",
+	"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	"PYTHONUNBUFFERED=1",
+	"npm_config_yes=true",
+}
+
+// withDefaults returns c with every empty field set to its default, or an
+// error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.Image == "" {
+		return c, fmt.Errorf("sandbox config: image is required")
+	}
+	if c.Network == "" {
+		c.Network = DefaultNetwork
+	}
+	if c.Network != "none" && c.Network != "bridge" {
+		return c, fmt.Errorf("sandbox config: network %q: want none or bridge", c.Network)
+	}
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+	if _, _, err := parseUser(c.User); err != nil {
+		return c, err
+	}
+	if c.Memory == 0 {
+		c.Memory = DefaultMemory
+	}
+	if c.CPUs == 0 {
+		c.CPUs = DefaultCPUs
+	}
+	if c.Pids == 0 {
+		c.Pids = DefaultPids
+	}
+	if c.NoFile == 0 {
+		c.NoFile = DefaultNoFile
+	}
+	if c.Lifetime == 0 {
+		c.Lifetime = DefaultLifetime
+	}
+	switch {
+	case c.Memory < 6<<20:
+		return c, fmt.Errorf("sandbox config: memory %d bytes: want at least 6 MiB", c.Memory)
+	case c.CPUs < 0.01:
+		return c, fmt.Errorf("sandbox config: cpus %g: want at least 0.01", c.CPUs)
+	case c.Pids < 8:
+		return c, fmt.Errorf("sandbox config: pids %d: want at least 8", c.Pids)
+	case c.NoFile < 64:
+		return c, fmt.Errorf("sandbox config: nofile %d: want at least 64", c.NoFile)
+	case c.Lifetime < time.Second:
+		return c, fmt.Errorf("sandbox config: lifetime %s: want at least 1s", c.Lifetime)
+	}
+	for _, kv := range c.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return c, fmt.Errorf("sandbox config: env entry %q: want KEY=VALUE", kv)
+		}
+	}
+	if c.RunID == "" {
+		c.RunID = randomID()
+	}
+	if c.Owner == (Owner{}) {
+		c.Owner = Self()
+	}
+	return c, nil
+}
+
+// parseUser splits a numeric "uid:gid".
+func parseUser(s string) (uid, gid int, err error) {
+	u, g, ok := strings.Cut(s, ":")
+	if ok {
+		uid, err = strconv.Atoi(u)
+		if err == nil {
+			gid, err = strconv.Atoi(g)
+		}
+	}
+	if !ok || err != nil || uid < 0 || gid < 0 {
+		return 0, 0, fmt.Errorf("sandbox config: user %q: want numeric uid:gid such as 1000:1000", s)
+	}
+	return uid, gid, nil
+}
+
+// env is the environment of the container: the non-interactive defaults,
+// then the caller's entries, which win.
+func (c Config) env() []string {
+	env := append([]string(nil), nonInteractiveEnv...)
+	return append(env, c.Env...)
+}

@@ -1,0 +1,208 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// Docker is a Sandbox backed by one container of a Docker engine.
+type Docker struct {
+	e        *Engine
+	id       string
+	name     string
+	cfg      Config
+	uid, gid int
+	deadline time.Time
+
+	mu        sync.Mutex
+	stopped   bool
+	closed    bool
+	closeErr  error
+	closeOnce sync.Once
+}
+
+var _ Sandbox = (*Docker)(nil)
+
+// Start creates a hardened container from cfg, copies cfg.Workspace into
+// Workdir and starts it. If anything fails after the container was created,
+// the container is removed before Start returns.
+func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	uid, gid, _ := parseUser(cfg.User)
+	deadline := time.Now().Add(cfg.Lifetime)
+	name := "runner-" + cfg.RunID + "-" + randomID()
+	if cfg.TaskID != "" {
+		name = "runner-" + safeName(cfg.TaskID) + "-" + randomID()
+	}
+	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       name,
+		Config:     containerConfig(cfg, deadline),
+		HostConfig: hostConfig(cfg),
+	})
+	// Register the cleanup before looking at the error: a create that
+	// failed late may still have left a container behind.
+	d := &Docker{e: e, id: created.ID, name: name, cfg: cfg, uid: uid, gid: gid, deadline: deadline}
+	if err != nil {
+		if created.ID != "" {
+			d.Close(ctx)
+		}
+		return nil, e.explain("create sandbox", cfg.Image, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Close(ctx)
+		}
+	}()
+	if err := d.copyIn(ctx, cfg.Workspace); err != nil {
+		return nil, err
+	}
+	if _, err := e.cli.ContainerStart(ctx, d.id, client.ContainerStartOptions{}); err != nil {
+		return nil, e.explain("start sandbox", cfg.Image, err)
+	}
+	ok = true
+	return d, nil
+}
+
+// ID is the container id.
+func (d *Docker) ID() string { return d.id }
+
+// Name is the container name.
+func (d *Docker) Name() string { return d.name }
+
+// Deadline is when the sandbox expires by itself.
+func (d *Docker) Deadline() time.Time { return d.deadline }
+
+func containerConfig(cfg Config, deadline time.Time) *container.Config {
+	secs := int64(math.Ceil(cfg.Lifetime.Seconds()))
+	return &container.Config{
+		Image: cfg.Image,
+		// PID 1 (the engine's init, see HostConfig.Init) waits on a sleep
+		// that ends at the deadline: the sandbox stops by itself even if
+		// the runner is killed.
+		Entrypoint: []string{"sleep"},
+		Cmd:        []string{strconv.FormatInt(secs, 10)},
+		User:       cfg.User,
+		Env:        cfg.env(),
+		WorkingDir: Workdir,
+		Labels:     cfg.labels(deadline),
+		StopSignal: "SIGKILL",
+	}
+}
+
+func hostConfig(cfg Config) *container.HostConfig {
+	init := true
+	pids := cfg.Pids
+	return &container.HostConfig{
+		NetworkMode: container.NetworkMode(cfg.Network),
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges:true"},
+		Init:        &init,
+		LogConfig: container.LogConfig{
+			Type:   "json-file",
+			Config: map[string]string{"max-size": "1m", "max-file": "1"},
+		},
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Resources: container.Resources{
+			Memory:     cfg.Memory,
+			MemorySwap: cfg.Memory,
+			NanoCPUs:   int64(cfg.CPUs * 1e9),
+			PidsLimit:  &pids,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: cfg.NoFile, Hard: cfg.NoFile},
+			},
+		},
+	}
+}
+
+// usable returns an error when the sandbox can no longer run commands.
+func (d *Docker) usable() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return ErrClosed
+	case d.stopped:
+		return ErrStopped
+	}
+	return nil
+}
+
+// Close removes the container. It is idempotent, and it works with an
+// already cancelled ctx, so it can run from a defer after Ctrl-C.
+func (d *Docker) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() {
+		d.mu.Lock()
+		d.closed = true
+		d.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, err := d.e.cli.ContainerRemove(ctx, d.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			d.closeErr = d.e.explain("remove sandbox "+d.name, "", err)
+		}
+	})
+	return d.closeErr
+}
+
+// stoppedError explains why the container no longer runs, for a caller
+// whose command was cut short.
+func (d *Docker) stoppedError(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	// A container being killed may still count as running for a moment
+	// after its processes are gone: look a few times.
+	var st *container.State
+	for i := 0; i < 5; i++ {
+		res, err := d.e.cli.ContainerInspect(ctx, d.id, client.ContainerInspectOptions{})
+		if err != nil {
+			if cerrdefs.IsNotFound(err) {
+				return fmt.Errorf("sandbox %s was removed from outside: %w", d.name, ErrStopped)
+			}
+			return d.e.explain("inspect sandbox", "", err)
+		}
+		if st = res.Container.State; st == nil || !st.Running {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st == nil || st.Running {
+		return nil
+	}
+	why := fmt.Sprintf("exit code %d", st.ExitCode)
+	switch {
+	case st.OOMKilled:
+		why = "killed for using more memory than its limit"
+	case !time.Now().Before(d.deadline):
+		why = "its lifetime is over"
+	case st.ExitCode == 137:
+		why = "killed from outside (exit code 137)"
+	}
+	return fmt.Errorf("sandbox %s stopped: %s: %w", d.name, why, ErrStopped)
+}
+
+// safeName keeps the characters a container name allows.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		ok := c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}

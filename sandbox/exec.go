@@ -1,0 +1,183 @@
+package sandbox
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+//go:embed exec.sh
+var execScript string
+
+const (
+	// drainPeriod is how long Exec waits for the output to close after the
+	// command exited, before it decides a leftover process holds it open.
+	drainPeriod = 500 * time.Millisecond
+	// hostGrace is how long past its timeout Exec waits for the in-sandbox
+	// watchdog before it kills the command itself.
+	hostGrace = 20 * time.Second
+)
+
+// Exec runs cmd in the sandbox. See Sandbox.Exec for the contract.
+func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecResult, error) {
+	if err := d.usable(); err != nil {
+		return ExecResult{}, err
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultExecTimeout
+	}
+	if opt.MaxOutput <= 0 {
+		opt.MaxOutput = DefaultMaxOutput
+	}
+	dir, err := resolve(opt.Dir)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	mark := "runner-exec-" + randomID() + randomID()
+	secs := int64(math.Ceil(opt.Timeout.Seconds()))
+	start := time.Now()
+	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
+		User:         d.cfg.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          opt.Env,
+		WorkingDir:   dir,
+		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "run", strconv.FormatInt(secs, 10), mark, cmd},
+	})
+	if err != nil {
+		return ExecResult{}, d.execError(ctx, err)
+	}
+	att, err := d.e.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return ExecResult{}, d.execError(ctx, err)
+	}
+	out := newExecOutput(opt.MaxOutput, mark)
+	done := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(out.stdoutWriter(), out.stderrWriter(), att.Reader)
+		done <- err
+	}()
+	stop := func() { att.Close(); <-done }
+
+	var res ExecResult
+	var readErr error
+	poll := 200 * time.Millisecond
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	hostDeadline := start.Add(opt.Timeout + hostGrace)
+wait:
+	for {
+		select {
+		case readErr = <-done:
+			break wait
+		case <-ctx.Done():
+			stop()
+			d.kill(ctx, mark)
+			return ExecResult{}, fmt.Errorf("exec: %w", ctx.Err())
+		case <-timer.C:
+			ins, err := d.e.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+			if err != nil {
+				stop()
+				return ExecResult{}, d.execError(ctx, err)
+			}
+			if !ins.Running {
+				// The command is over; something it left behind may still
+				// hold the output open. Give it a moment, then let go.
+				select {
+				case readErr = <-done:
+				case <-time.After(drainPeriod):
+					stop()
+					res.Detached = true
+				}
+				break wait
+			}
+			if time.Now().After(hostDeadline) {
+				stop()
+				d.kill(ctx, mark)
+				out.timedOut = true
+				break wait
+			}
+			poll = min(poll*2, 2*time.Second)
+			timer.Reset(poll)
+		}
+	}
+	// The exit code is read only now, once the output has drained.
+	code, running, err := d.exitCode(ctx, created.ID)
+	if err != nil {
+		return ExecResult{}, d.execError(ctx, err)
+	}
+	if readErr != nil || running || code >= 128 && !out.timedOut {
+		if err := d.stoppedError(ctx); err != nil {
+			return ExecResult{}, fmt.Errorf("exec: %w", err)
+		}
+	}
+	if readErr != nil {
+		return ExecResult{}, fmt.Errorf("exec: read output: %w", readErr)
+	}
+	res.ExitCode = code
+	res.Stdout = out.stdout.String()
+	res.Stderr = out.stderr.String()
+	res.Output = out.combined.String()
+	res.TimedOut = out.timedOut
+	res.Truncated = out.stdout.Dropped() > 0 || out.stderr.Dropped() > 0 || out.combined.Dropped() > 0
+	res.Dropped = out.combined.Dropped()
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// exitCode waits briefly for the engine to record the end of the exec.
+func (d *Docker) exitCode(ctx context.Context, id string) (code int, running bool, err error) {
+	for i := 0; ; i++ {
+		ins, err := d.e.cli.ExecInspect(ctx, id, client.ExecInspectOptions{})
+		if err != nil {
+			return 0, false, err
+		}
+		if !ins.Running || i == 40 {
+			return ins.ExitCode, ins.Running, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// kill stops every process of the command marked mark, from a second exec.
+// It is used when the caller gives up on a command; it is best effort.
+func (d *Docker) kill(ctx context.Context, mark string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	// Attached, so that reading to the end waits for the kill to finish.
+	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
+		User:         d.cfg.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "kill", mark},
+	})
+	if err != nil {
+		return
+	}
+	att, err := d.e.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return
+	}
+	defer att.Close()
+	_, _ = io.Copy(io.Discard, att.Reader)
+}
+
+// execError explains an engine error met while running a command: most
+// often the container is gone or stopped.
+func (d *Docker) execError(ctx context.Context, err error) error {
+	if serr := d.stoppedError(ctx); serr != nil {
+		return fmt.Errorf("exec: %w", serr)
+	}
+	return d.e.explain("exec", "", err)
+}

@@ -1,0 +1,137 @@
+package sandbox_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/internal/dockertest"
+	"github.com/runner-dev/runner/sandbox"
+)
+
+// runHelper is the body of a child test process that opens a sandbox the
+// way the runner does (Close deferred, signals cancelling the context) and
+// then is interrupted or panics.
+func runHelper(mode string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e, err := sandbox.Connect(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sb, err := e.Start(ctx, sandbox.Config{
+		Image: os.Getenv("SANDBOX_TEST_IMAGE"), RunID: os.Getenv("SANDBOX_TEST_RUN"), TaskID: mode,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sb.Close(ctx)
+	fmt.Println(sb.ID())
+	switch mode {
+	case "panic":
+		panic("a bug with a sandbox open")
+	default:
+		_, err := sb.Exec(ctx, "sleep 600", sandbox.ExecOptions{Timeout: 10 * time.Minute})
+		fmt.Fprintln(os.Stderr, "exec ended:", err)
+		return 3
+	}
+}
+
+func TestCloseOnSignalAndPanic(t *testing.T) {
+	image := dockertest.Busybox(t)
+	for _, tc := range []struct {
+		name, mode string
+		sig        os.Signal
+	}{
+		{"SIGINT", "signal", os.Interrupt},
+		{"SIGTERM", "signal", syscall.SIGTERM},
+		{"panic", "panic", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+tc.mode, "SANDBOX_TEST_IMAGE="+image,
+				"SANDBOX_TEST_RUN="+dockertest.RunID+"-"+tc.name)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			id, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				cmd.Wait()
+				t.Fatalf("helper printed no container id: %v\n%s", err, stderr.String())
+			}
+			id = strings.TrimSpace(id)
+			if tc.sig != nil {
+				time.Sleep(500 * time.Millisecond) // let the command start
+				cmd.Process.Signal(tc.sig)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			select {
+			case err = <-waited:
+			case <-time.After(time.Minute):
+				t.Fatalf("helper did not exit within a minute of %s\n%s", tc.name, stderr.String())
+			}
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Errorf("helper exited with %v, want a non-zero exit", err)
+			}
+			if out, err := dockerCLI(t, "inspect", "--format", "{{.State.Status}}", id); err == nil {
+				t.Errorf("container %s still exists after %s (state %s)\nhelper stderr:\n%s", id, tc.name, out, stderr.String())
+			}
+		})
+	}
+}
+
+func TestCloseIsIdempotentAndRemoves(t *testing.T) {
+	sb := start(t, sandbox.Config{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 2; i++ {
+		if err := sb.Close(cancelled); err != nil {
+			t.Fatalf("Close #%d with a cancelled context: %v", i+1, err)
+		}
+	}
+	if out, err := dockerCLI(t, "inspect", sb.ID()); err == nil {
+		t.Fatalf("container still exists after Close:\n%s", out)
+	}
+	if _, err := sb.Exec(context.Background(), "true", sandbox.ExecOptions{}); !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("Exec after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestStartFailureLeavesNothing(t *testing.T) {
+	e := dockertest.Engine(t)
+	run := dockertest.RunID + "-startfail"
+	_, err := e.Start(context.Background(), sandbox.Config{
+		Image: dockertest.Busybox(t), RunID: run, Workspace: "/nonexistent/workspace",
+	})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/workspace") {
+		t.Fatalf("Start with a missing workspace: %v, want an error naming it", err)
+	}
+	list, err := e.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list {
+		if l.Run == run {
+			t.Errorf("container %s (%s) left behind by a failed Start", l.Name, l.State)
+		}
+	}
+}
