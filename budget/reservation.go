@@ -1,0 +1,71 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrSettled is returned by Commit or Release on a reservation that was
+// already committed or released; the second call changes nothing.
+var ErrSettled = errors.New("reservation already settled")
+
+// ErrOverrun is returned by Commit when the reported usage costs more than
+// was reserved: the server ignored the completion limit or the prompt was
+// longer than its bound. The true cost is recorded anyway, so the meters stay
+// honest, and it is the only way spending can pass a cap.
+var ErrOverrun = errors.New("call cost more than its reservation")
+
+// Reservation is money held for one call. It is settled exactly once, by
+// Commit when the call returned a usage report or by Release when nothing
+// was billed. It is safe for concurrent use.
+type Reservation struct {
+	meter      *Meter
+	price      Price
+	amount     Nanodollars
+	completion int64
+	settled    bool // guarded by meter.mu
+}
+
+// CompletionTokens is the granted completion limit, to be sent as the
+// request's max_completion_tokens.
+func (r *Reservation) CompletionTokens() int64 { return r.completion }
+
+// Amount is the money held.
+func (r *Reservation) Amount() Nanodollars { return r.amount }
+
+// Commit charges the cost of the call's actual usage at the reservation's
+// price to the meter and its ancestors, counts one call, and frees the rest of
+// the amount held. A call that failed after the server may have billed it
+// (a timeout during generation) can be committed with an estimated usage.
+// Commit returns ErrSettled if the reservation was already settled, and
+// ErrOverrun (after recording the charge) if the cost exceeded the amount.
+func (r *Reservation) Commit(actual Usage) error {
+	actual = actual.normalized()
+	cost := r.price.Cost(actual)
+	r.meter.mu.Lock()
+	defer r.meter.mu.Unlock()
+	if r.settled {
+		return fmt.Errorf("commit %s call: %w", r.price.Model, ErrSettled)
+	}
+	r.settled = true
+	r.meter.settle(r.amount, true, cost, actual)
+	if cost > r.amount {
+		return fmt.Errorf("commit %s call: %w: charged %s, reserved %s (%d completion tokens granted, %d used)",
+			r.price.Model, ErrOverrun, cost, r.amount, r.completion, actual.CompletionTokens)
+	}
+	return nil
+}
+
+// Release frees the amount held without charging anything, for a call that
+// was not made or was refused before any billing. It returns ErrSettled if
+// the reservation was already settled.
+func (r *Reservation) Release() error {
+	r.meter.mu.Lock()
+	defer r.meter.mu.Unlock()
+	if r.settled {
+		return fmt.Errorf("release %s call: %w", r.price.Model, ErrSettled)
+	}
+	r.settled = true
+	r.meter.settle(r.amount, false, 0, Usage{})
+	return nil
+}
