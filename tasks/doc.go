@@ -1,0 +1,47 @@
+// Package tasks owns the task queue file, the result record and the out
+// directory that lets a rerun resume.
+//
+// # Task files
+//
+// A task file is YAML (any name but *.jsonl and *.ndjson) or JSON Lines
+// (*.jsonl, *.ndjson). The YAML form is a mapping:
+//
+//	defaults:            # optional: applies to every task that leaves a key unset
+//	  repo: https://github.com/example/app.git
+//	  timeout: 30m
+//	tasks:
+//	  - id: fix-typo
+//	    prompt: Fix the typo in README.md.
+//
+// or, with no defaults, just the list of tasks. Anchors, aliases and merge
+// keys (<<: *common) may be used. In JSON Lines each non-blank line is one
+// task object; the first non-blank line may instead be {"defaults": {...}}.
+//
+// The keys of a task are id, repo, ref, prompt or prompt_file, branch
+// (default agent/<id>), check, check_retries, check_timeout, image, model,
+// budget_usd, max_steps, timeout, network (none or bridge; default none),
+// limits (memory, cpus, pids), env and push. All but id, prompt, prompt_file
+// and branch may also be set in defaults; limits and env merge key by key.
+// Relative repo paths and prompt files are resolved against the directory of
+// the task file. Durations use Go syntax (30m, 1h30m); memory sizes are
+// binary (512m, 2g).
+//
+// env is for non-secret values only: whatever is in it can be read, and
+// leaked, by the agent. Values that look like credentials (API keys, GitHub,
+// GitLab, Slack or AWS tokens, private keys) are refused. Secrets the host
+// needs, such as the model's API key or push credentials, stay with the
+// runner and never enter the sandbox.
+//
+// Parsing is strict, and every problem in a file is reported at once as a
+// *ValidationError whose lines read
+//
+//	tasks.yaml:12:5: task "fix-typo": unknown key "promt" (did you mean "prompt"?)
+//
+// # Out directory
+//
+// A run records into an out directory (see OpenStore) that it locks for
+// itself. results.jsonl gets one Result per line, each appended whole and
+// synced; state/<id>.json marks each attempt as it starts. A rerun skips the
+// tasks whose last attempt has a final result, and runs again those that were
+// started but have none (they were interrupted).
+package tasks

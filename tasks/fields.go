@@ -1,0 +1,340 @@
+package tasks
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// spec is one task, or the defaults, as written: nil means unset.
+type spec struct {
+	node *yaml.Node // the mapping
+	// seen holds the keys given a non-null value, valid or not.
+	seen               map[string]bool
+	idNode, branchNode *yaml.Node
+	promptNode         *yaml.Node
+	ID, Repo, Ref      *string
+	Prompt, PromptFile *string
+	Branch, Check      *string
+	Image, Model       *string
+	CheckRetries       *int
+	MaxSteps           *int
+	CheckTimeout       *time.Duration
+	Timeout            *time.Duration
+	BudgetUSD          *float64
+	Network            *Network
+	Memory, Pids       *int64
+	CPUs               *float64
+	Env                map[string]string
+	Push               *bool
+}
+
+// field is one key a task may hold.
+type field struct {
+	key string
+	// perTask keys cannot be set in defaults.
+	perTask bool
+	decode  func(r *reader, v *yaml.Node, a at, s *spec)
+}
+
+// taskFields are the keys of a task, in the order they are documented.
+var taskFields = []field{
+	{"id", true, func(r *reader, v *yaml.Node, a at, s *spec) {
+		id, ok := r.str(v, a)
+		if !ok {
+			return
+		}
+		s.ID, s.idNode = &id, v
+		if err := CheckID(id); err != nil {
+			r.add(v, a, "%v", err)
+		}
+	}},
+	{"repo", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if repo, ok := r.str(v, a); ok {
+			if strings.TrimSpace(repo) == "" {
+				r.addField(v, a, "is empty")
+				return
+			}
+			if !IsRemote(repo) && !filepath.IsAbs(repo) {
+				repo = filepath.Join(r.dir, repo)
+			}
+			s.Repo = &repo
+		}
+	}},
+	{"ref", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if ref, ok := r.str(v, a); ok {
+			if err := checkRef(ref); err != nil {
+				r.add(v, a, "%v", err)
+			}
+			s.Ref = &ref
+		}
+	}},
+	{"prompt", true, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if p, ok := r.str(v, a); ok {
+			s.Prompt, s.promptNode = &p, v
+		}
+	}},
+	{"prompt_file", true, func(r *reader, v *yaml.Node, a at, s *spec) {
+		name, ok := r.str(v, a)
+		if !ok {
+			return
+		}
+		s.PromptFile = &name
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(r.dir, name)
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			r.addField(v, a, "read prompt: %v", err)
+			return
+		}
+		p := string(data)
+		s.Prompt, s.promptNode = &p, v
+	}},
+	{"branch", true, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if b, ok := r.str(v, a); ok {
+			s.Branch, s.branchNode = &b, v
+			if err := CheckBranchName(b); err != nil {
+				r.add(v, a, "%v", err)
+			}
+		}
+	}},
+	{"check", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if c, ok := r.str(v, a); ok {
+			s.Check = &c
+		}
+	}},
+	{"check_retries", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if n, ok := r.integer(v, a); ok {
+			if n < 0 {
+				r.addField(v, a, "must not be negative, got %d", n)
+				return
+			}
+			i := int(n)
+			s.CheckRetries = &i
+		}
+	}},
+	{"check_timeout", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if d, ok := r.duration(v, a); ok {
+			s.CheckTimeout = &d
+		}
+	}},
+	{"image", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if img, ok := r.str(v, a); ok {
+			if img == "" || strings.ContainsAny(img, " \t\r\n") {
+				r.addField(v, a, "want an image reference without spaces, got %q", img)
+				return
+			}
+			s.Image = &img
+		}
+	}},
+	{"model", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if m, ok := r.str(v, a); ok {
+			if strings.TrimSpace(m) == "" {
+				r.addField(v, a, "is empty")
+				return
+			}
+			s.Model = &m
+		}
+	}},
+	{"budget_usd", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if f, ok := r.number(v, a); ok {
+			if f <= 0 {
+				r.addField(v, a, "must be positive, got %s", v.Value)
+				return
+			}
+			s.BudgetUSD = &f
+		}
+	}},
+	{"max_steps", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if n, ok := r.integer(v, a); ok {
+			if n <= 0 {
+				r.addField(v, a, "must be positive, got %d", n)
+				return
+			}
+			i := int(n)
+			s.MaxSteps = &i
+		}
+	}},
+	{"timeout", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if d, ok := r.duration(v, a); ok {
+			s.Timeout = &d
+		}
+	}},
+	{"network", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if n, ok := r.str(v, a); ok {
+			if n != string(NetworkNone) && n != string(NetworkBridge) {
+				r.addField(v, a, "want %q or %q, got %q", NetworkNone, NetworkBridge, n)
+				return
+			}
+			nw := Network(n)
+			s.Network = &nw
+		}
+	}},
+	{"limits", false, decodeLimits},
+	{"env", false, decodeEnv},
+	{"push", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if b, ok := r.boolean(v, a); ok {
+			s.Push = &b
+		}
+	}},
+}
+
+// limitFields are the keys under limits.
+var limitFields = []field{
+	{"memory", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if v.Kind == yaml.ScalarNode && isNull(v) {
+			return
+		}
+		if tag := v.ShortTag(); v.Kind != yaml.ScalarNode || tag != "!!str" && tag != "!!int" {
+			r.addField(v, a, "want a size like 512m or 2g, got %s", describe(v))
+			return
+		}
+		n, err := ParseMemory(v.Value)
+		switch {
+		case err != nil:
+			r.addField(v, a, "%v", err)
+		case n < minMemory:
+			r.addField(v, a, "%s is below the 6m minimum", v.Value)
+		default:
+			s.Memory = &n
+		}
+	}},
+	{"cpus", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if f, ok := r.number(v, a); ok {
+			switch {
+			case f <= 0:
+				r.addField(v, a, "must be positive, got %s", v.Value)
+			case f < 0.01:
+				r.addField(v, a, "want at least 0.01, got %s", v.Value)
+			default:
+				s.CPUs = &f
+			}
+		}
+	}},
+	{"pids", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if n, ok := r.integer(v, a); ok {
+			switch {
+			case n <= 0:
+				r.addField(v, a, "must be positive, got %d", n)
+			case n < 8:
+				r.addField(v, a, "want at least 8, got %d", n)
+			default:
+				s.Pids = &n
+			}
+		}
+	}},
+}
+
+func decodeLimits(r *reader, v *yaml.Node, a at, s *spec) {
+	v = resolve(v)
+	if isNull(v) {
+		return
+	}
+	if v.Kind != yaml.MappingNode {
+		r.addField(v, a, "want a mapping of memory, cpus and pids, got %s", describe(v))
+		return
+	}
+	r.decodeKeys(v, a, limitFields, false, s)
+}
+
+func decodeEnv(r *reader, v *yaml.Node, a at, s *spec) {
+	v = resolve(v)
+	if isNull(v) {
+		return
+	}
+	if v.Kind != yaml.MappingNode {
+		r.addField(v, a, "want a mapping of NAME: value, got %s", describe(v))
+		return
+	}
+	env := map[string]string{}
+	for _, p := range r.pairs(v, a) {
+		key, val := p.key.Value, resolve(p.value)
+		ka := a.with(key)
+		if err := checkEnvKey(key); err != nil {
+			r.add(p.key, ka, "env: %v", err)
+			continue
+		}
+		text, ok := r.str(val, ka)
+		if !ok && val.Kind != yaml.ScalarNode {
+			continue
+		}
+		if kind := credentialKind(text); kind != "" {
+			r.addField(val, ka, "the value looks like %s; env is for non-secret values only, since the agent can read and leak them", kind)
+			continue
+		}
+		env[key] = text
+	}
+	s.Env = env
+}
+
+// decodeKeys decodes mapping m into s with the given fields, reporting
+// unknown keys with a suggestion. In defaults, per-task keys are refused.
+// The id is decoded before anything else, so that every problem of a task
+// names it.
+func (r *reader) decodeKeys(m *yaml.Node, a at, fields []field, inDefaults bool, s *spec) {
+	var idKey *yaml.Node
+	if f, ok := lookupField(fields, "id"); ok && !inDefaults {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "id" && k.ShortTag() != "!!merge" {
+				idKey = k
+				f.decode(r, resolve(m.Content[i+1]), a.with("id"), s)
+				break
+			}
+		}
+		if s.ID != nil {
+			a.taskID = *s.ID
+		}
+	}
+	for _, p := range r.pairs(m, a) {
+		key := p.key.Value
+		f, ok := lookupField(fields, key)
+		switch {
+		case !ok:
+			r.add(p.key, a.with(key), "%s", unknownKey(key, a.field, fields))
+		case inDefaults && f.perTask:
+			r.add(p.key, a.with(key), "%q cannot be set in defaults, only on a task", key)
+		default:
+			if v := resolve(p.value); !isNull(v) {
+				s.seen[key] = true
+			}
+			if p.key != idKey {
+				f.decode(r, resolve(p.value), a.with(key), s)
+			}
+		}
+	}
+}
+
+func lookupField(fields []field, key string) (field, bool) {
+	for _, f := range fields {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// unknownKey explains an unknown key found in the mapping named parent,
+// suggesting the likely intended one.
+func unknownKey(key, parent string, fields []field) string {
+	where := ""
+	if parent != "" {
+		where = " in " + parent
+	}
+	known := make([]string, len(fields))
+	for i, f := range fields {
+		known[i] = f.key
+	}
+	if s := suggest(key, known); s != "" {
+		return fmt.Sprintf("unknown key %q%s (did you mean %q?)", key, where, s)
+	}
+	_, holdsLimits := lookupField(fields, "limits")
+	if _, isLimit := lookupField(limitFields, key); holdsLimits && isLimit {
+		return fmt.Sprintf("unknown key %q%s (did you mean %q?)", key, where, "limits."+key)
+	}
+	return fmt.Sprintf("unknown key %q%s", key, where)
+}

@@ -1,0 +1,103 @@
+package tasks
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status is how a task ended.
+type Status string
+
+// The statuses of a result.
+const (
+	// StatusSucceeded: the agent finished and the check, if any, passed.
+	StatusSucceeded Status = "succeeded"
+	// StatusCheckFailed: the check still failed after the last retry.
+	StatusCheckFailed Status = "check_failed"
+	// StatusBudgetExhausted: the task or run budget ran out.
+	StatusBudgetExhausted Status = "budget_exhausted"
+	// StatusStepLimit: the agent used all its steps.
+	StatusStepLimit Status = "step_limit"
+	// StatusTimeLimit: the task's timeout passed.
+	StatusTimeLimit Status = "time_limit"
+	// StatusModelError: the model endpoint failed beyond its retries.
+	StatusModelError Status = "model_error"
+	// StatusSandboxError: the container engine failed.
+	StatusSandboxError Status = "sandbox_error"
+	// StatusError: any other failure (clone, commit, push...).
+	StatusError Status = "error"
+	// StatusInterrupted: the run was stopped before the task ended. It is
+	// the only status that is not final: a rerun runs the task again.
+	StatusInterrupted Status = "interrupted"
+)
+
+var statuses = map[Status]bool{
+	StatusSucceeded: true, StatusCheckFailed: true, StatusBudgetExhausted: true,
+	StatusStepLimit: true, StatusTimeLimit: true, StatusModelError: true,
+	StatusSandboxError: true, StatusError: true, StatusInterrupted: true,
+}
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool { return statuses[s] }
+
+// Final reports whether a result with this status ends the task for good,
+// so that a rerun skips it.
+func (s Status) Final() bool { return s.Valid() && s != StatusInterrupted }
+
+// Tokens counts the tokens a task used.
+type Tokens struct {
+	// In counts prompt tokens, Cached included.
+	In     int64 `json:"in"`
+	Cached int64 `json:"cached"`
+	Out    int64 `json:"out"`
+}
+
+// Result is the record of one attempt at a task: one line of results.jsonl.
+type Result struct {
+	ID      string `json:"id"`
+	Attempt int    `json:"attempt"`
+	Status  Status `json:"status"`
+	// Repo is redacted: it carries no credentials.
+	Repo string `json:"repo"`
+	Ref  string `json:"ref,omitempty"`
+	// Base is the commit the task started from.
+	Base   string `json:"base,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// Commit is the head of Branch, empty when nothing was committed.
+	Commit     string    `json:"commit,omitempty"`
+	Pushed     bool      `json:"pushed"`
+	CostUSD    float64   `json:"cost_usd"`
+	Tokens     Tokens    `json:"tokens"`
+	Calls      int       `json:"calls"`
+	Steps      int       `json:"steps"`
+	Duration   Duration  `json:"duration"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Error      string    `json:"error,omitempty"`
+	// Questions are the questions the agent asked and that nobody answered.
+	Questions []string `json:"questions,omitempty"`
+	Summary   string   `json:"summary,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as text, like "1m30.5s".
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string like \"1m30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}

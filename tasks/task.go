@@ -1,0 +1,132 @@
+package tasks
+
+import (
+	"strings"
+	"time"
+)
+
+// Network is the network mode of a task's sandbox.
+type Network string
+
+// The network modes a task may ask for.
+const (
+	// NetworkNone gives the sandbox a loopback interface only (the default).
+	NetworkNone Network = "none"
+	// NetworkBridge gives the sandbox outbound access through Docker's bridge.
+	NetworkBridge Network = "bridge"
+)
+
+// Limits are the resource caps of a task's sandbox. A zero field means the
+// file did not set it and the sandbox default applies.
+type Limits struct {
+	// Memory is the memory cap in bytes (written "2g", "512m" in the file).
+	Memory int64
+	// CPUs is the CPU quota in cores, e.g. 1.5.
+	CPUs float64
+	// Pids caps the number of processes.
+	Pids int64
+}
+
+// Source is where a task was written.
+type Source struct {
+	File string
+	Line int
+}
+
+// Task is one unit of work, with the file's defaults already applied.
+//
+// A zero value in Model, Image, BudgetUSD, MaxSteps, Timeout, CheckTimeout
+// or Limits means that neither the task nor the defaults set it, and the
+// run's configuration decides.
+type Task struct {
+	// ID names the task in results, state files and the default branch.
+	// It matches [A-Za-z0-9][A-Za-z0-9._-]* (see CheckID).
+	ID string
+	// Repo is a URL (https://, ssh://, git@host:path, file://) or a local
+	// path; a relative path has been resolved against the task file's
+	// directory.
+	Repo string
+	// Ref is the branch, tag or commit to start from; empty means the
+	// repository's default branch (HEAD).
+	Ref string
+	// Prompt is what the agent is asked to do; never empty.
+	Prompt string
+	// Branch receives the result; it defaults to "agent/<id>" and is a
+	// valid branch name (see CheckBranchName).
+	Branch string
+	// Check is a shell command run in the sandbox after the agent finishes;
+	// exit status 0 means the task succeeded. Empty means no check.
+	Check string
+	// CheckRetries is how many more times the agent may try after a failing
+	// check, seeing its output; 0 means one attempt only.
+	CheckRetries int
+	// CheckTimeout bounds one run of Check.
+	CheckTimeout time.Duration
+	// Image is the sandbox's container image.
+	Image string
+	// Model is the model name sent to the model endpoint.
+	Model string
+	// BudgetUSD caps what the task may spend on model calls.
+	BudgetUSD float64
+	// MaxSteps caps the number of agent steps (model calls).
+	MaxSteps int
+	// Timeout caps the task's wall-clock time, check included.
+	Timeout time.Duration
+	// Network is NetworkNone unless the file asks for NetworkBridge.
+	Network Network
+	// Limits are the sandbox's resource caps.
+	Limits Limits
+	// Env holds non-secret environment variables for the sandbox; defaults
+	// and task entries are merged, the task's winning. Values that look like
+	// credentials are refused at load time: secrets never enter the sandbox.
+	Env map[string]string
+	// Push is nil when the file leaves it unset; see ShouldPush.
+	Push *bool
+	// Source is where the task was written.
+	Source Source
+}
+
+// ShouldPush reports whether the result branch of t goes to the remote, given
+// whether the task succeeded. Failed tasks are never pushed. When the file
+// says push: true or false that decides; when unset, a task is pushed only if
+// its repo is remote (a URL), since a local repository already holds the
+// branch.
+func (t Task) ShouldPush(succeeded bool) bool {
+	if !succeeded {
+		return false
+	}
+	if t.Push != nil {
+		return *t.Push
+	}
+	return IsRemote(t.Repo)
+}
+
+// IsRemote reports whether repo is a URL ("scheme://..." or the scp-like
+// "user@host:path") rather than a local path.
+func IsRemote(repo string) bool {
+	if strings.Contains(repo, "://") {
+		return true
+	}
+	// scp-like syntax: a colon before any slash, as git decides.
+	colon := strings.IndexByte(repo, ':')
+	slash := strings.IndexByte(repo, '/')
+	return colon > 0 && (slash < 0 || colon < slash)
+}
+
+// Format is the syntax of a task file.
+type Format string
+
+// The task file syntaxes.
+const (
+	FormatYAML  Format = "yaml"
+	FormatJSONL Format = "jsonl"
+)
+
+// Queue is a loaded task file.
+type Queue struct {
+	// File is the name the file was loaded under.
+	File   string
+	Format Format
+	// Tasks are in file order, defaults applied.
+	Tasks []Task
+}
