@@ -1,0 +1,112 @@
+package gitops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// openRepo opens the repository at path (a worktree, its .git, a bare
+// repository or a linked worktree) without writing anything.
+func openRepo(path string) (*git.Repository, error) {
+	repo, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	return repo, nil
+}
+
+// gitDir returns the file system of the repository's git directory.
+func gitDir(repo *git.Repository) (billy.Filesystem, error) {
+	fs, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, fmt.Errorf("repository is not stored on disk (%T)", repo.Storer)
+	}
+	return fs.Filesystem(), nil
+}
+
+// lockRef takes git's lock for ref, the file <ref>.lock created
+// exclusively, so that updates of the same branch by concurrent tasks, or
+// by git itself, are serialised rather than interleaved.
+func lockRef(repo *git.Repository, ref plumbing.ReferenceName) (unlock func(), err error) {
+	fs, err := gitDir(repo)
+	if err != nil {
+		return nil, err
+	}
+	name := ref.String() + ".lock"
+	f, err := fs.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("%w: %s exists (remove it if no git process is running)", ErrBranchLocked, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", ref, err)
+	}
+	if err := f.Close(); err != nil {
+		_ = fs.Remove(name)
+		return nil, fmt.Errorf("lock %s: %w", ref, err)
+	}
+	return func() { _ = fs.Remove(name) }, nil
+}
+
+// setBranch points ref at h, under the ref's lock. A new branch is created
+// only if absent; with force an existing one is moved by compare-and-swap
+// (go-git's CheckAndSetReference) against the value just read, so a
+// concurrent move is reported as ErrBranchChanged instead of being lost.
+func setBranch(repo *git.Repository, ref plumbing.ReferenceName, h plumbing.Hash, force bool) error {
+	unlock, err := lockRef(repo, ref)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := repo.Storer.Reference(ref)
+	var old *plumbing.Reference
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+	case err != nil:
+		return fmt.Errorf("read %s: %w", ref, err)
+	case !force:
+		return fmt.Errorf("%w: %s", ErrBranchExists, ref.Short())
+	default:
+		old = cur
+	}
+	err = repo.Storer.CheckAndSetReference(plumbing.NewHashReference(ref, h), old)
+	if errors.Is(err, storage.ErrReferenceHasChanged) {
+		return fmt.Errorf("%w: %s", ErrBranchChanged, ref.Short())
+	}
+	if err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	return nil
+}
+
+// deleteBranch removes ref (loose and packed) under its lock; a missing
+// branch is not an error. Callers check refuseCheckedOut first.
+func deleteBranch(repo *git.Repository, ref plumbing.ReferenceName) error {
+	unlock, err := lockRef(repo, ref)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := repo.Storer.RemoveReference(ref); err != nil {
+		return fmt.Errorf("delete %s: %w", ref, err)
+	}
+	return nil
+}
+
+// refuseCheckedOut returns ErrBranchCheckedOut if HEAD points to ref.
+func refuseCheckedOut(repo *git.Repository, ref plumbing.ReferenceName) error {
+	head, err := repo.Storer.Reference(plumbing.HEAD)
+	if err != nil {
+		return fmt.Errorf("read HEAD: %w", err)
+	}
+	if head.Type() == plumbing.SymbolicReference && head.Target() == ref {
+		return fmt.Errorf("%w: HEAD points to %s", ErrBranchCheckedOut, ref.Short())
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// CloneOptions say what Clone fetches and where it puts it.
+type CloneOptions struct {
+	// URL of the repository: a local path, file://, http(s):// or ssh.
+	// Credentials embedded in an http(s) URL are used as Auth when Auth has
+	// no Token, and are never stored.
+	URL string
+	// Ref is a branch, a tag, a full ref name (refs/heads/x, refs/tags/x) or
+	// a commit hash (full or abbreviated). Empty means the remote's HEAD.
+	// Branches are tried before tags, as `git clone --branch` does.
+	Ref string
+	// Dir receives the worktree and its .git. It must be absent or empty;
+	// the caller owns it and removes it when done.
+	Dir string
+	// Depth > 0 asks for a shallow, single-branch clone of that many commits
+	// when Ref is a branch, a tag or empty. A commit hash always gets a full
+	// clone, since servers need not serve an arbitrary commit by itself.
+	Depth int
+	// Auth carries the token or ssh key; see Credentials.
+	Auth Credentials
+}
+
+// Workspace is a fresh clone: the directory to hand to the sandbox and the
+// commit the agent's work will be based on.
+type Workspace struct {
+	Dir string
+	// Base is the commit checked out in Dir.
+	Base plumbing.Hash
+	// Ref is the full name of the cloned branch or tag; empty when
+	// CloneOptions.Ref was a commit hash.
+	Ref plumbing.ReferenceName
+	// RemoteURL is the URL recorded as "origin", with no credentials.
+	RemoteURL string
+	// Shallow reports a history truncated to CloneOptions.Depth.
+	Shallow bool
+}
+
+// Clone clones opts.URL into opts.Dir and checks out opts.Ref. The clone's
+// .git stays in the workspace so the agent can use git. Its config holds the
+// redacted URL only: the token travels as HTTP basic auth and is never
+// written, nor shown in an error. On failure Dir is left empty.
+func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
+	if opts.Dir == "" {
+		return nil, errors.New("clone: no destination directory")
+	}
+	if err := requireEmptyDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	acc, err := RemoteSpec{URL: opts.URL, Auth: opts.Auth}.access()
+	if err != nil {
+		return nil, fmt.Errorf("clone: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = scrub(err, acc.secrets...)
+			emptyDir(opts.Dir)
+		}
+	}()
+
+	refs, err := listRemote(ctx, acc)
+	if err != nil {
+		return nil, fmt.Errorf("clone %s: list remote refs: %w", acc.url, err)
+	}
+	target, isCommit, err := resolveCloneRef(opts.Ref, refs)
+	if err != nil {
+		return nil, fmt.Errorf("clone %s: %w", acc.url, err)
+	}
+
+	co := &git.CloneOptions{URL: acc.url, Auth: acc.auth, ReferenceName: target}
+	shallow := opts.Depth > 0 && !isCommit
+	if shallow {
+		co.Depth, co.SingleBranch = opts.Depth, true
+	}
+	if isCommit {
+		co.ReferenceName, co.NoCheckout = "", true
+	}
+	repo, err := git.PlainCloneContext(ctx, opts.Dir, false, co)
+	if err != nil {
+		return nil, fmt.Errorf("clone %s: %w", acc.url, err)
+	}
+	if isCommit {
+		if err := checkoutCommit(repo, opts.Ref); err != nil {
+			return nil, fmt.Errorf("clone %s: %w", acc.url, err)
+		}
+		target = ""
+	}
+	head, err := repo.ResolveRevision(plumbing.Revision(plumbing.HEAD))
+	if err != nil {
+		return nil, fmt.Errorf("clone %s: resolve HEAD: %w", acc.url, err)
+	}
+	if target == plumbing.HEAD {
+		target = ""
+	}
+	return &Workspace{Dir: opts.Dir, Base: *head, Ref: target, RemoteURL: acc.url, Shallow: shallow}, nil
+}
+
+func listRemote(ctx context.Context, acc remoteAccess) ([]*plumbing.Reference, error) {
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{
+		Name: git.DefaultRemoteName,
+		URLs: []string{acc.url},
+	})
+	return rem.ListContext(ctx, &git.ListOptions{Auth: acc.auth})
+}
+
+// resolveCloneRef maps the user's ref onto an advertised branch or tag, or
+// reports that it must be a commit hash.
+func resolveCloneRef(ref string, refs []*plumbing.Reference) (name plumbing.ReferenceName, isCommit bool, err error) {
+	byName := make(map[plumbing.ReferenceName]*plumbing.Reference, len(refs))
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+	if ref == "" {
+		if head, ok := byName[plumbing.HEAD]; ok && head.Type() == plumbing.SymbolicReference {
+			return head.Target(), false, nil
+		}
+		return plumbing.HEAD, false, nil
+	}
+	candidates := []plumbing.ReferenceName{
+		plumbing.NewBranchReferenceName(ref),
+		plumbing.NewTagReferenceName(ref),
+	}
+	if strings.HasPrefix(ref, "refs/") {
+		candidates = []plumbing.ReferenceName{plumbing.ReferenceName(ref)}
+	}
+	for _, c := range candidates {
+		if _, ok := byName[c]; ok && (c.IsBranch() || c.IsTag()) {
+			return c, false, nil
+		}
+	}
+	if looksLikeHash(ref) {
+		return "", true, nil
+	}
+	return "", false, fmt.Errorf("%w: %q is not a branch, tag or commit of the remote", ErrRefNotFound, ref)
+}
+
+func looksLikeHash(s string) bool {
+	if len(s) < 4 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkoutCommit detaches HEAD at the commit named by hash.
+func checkoutCommit(repo *git.Repository, hash string) error {
+	h, err := repo.ResolveRevision(plumbing.Revision(strings.ToLower(hash)))
+	if err != nil {
+		return fmt.Errorf("%w: commit %q not found in the cloned history", ErrRefNotFound, hash)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("open worktree: %w", err)
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true}); err != nil {
+		return fmt.Errorf("checkout %s: %w", h, err)
+	}
+	return nil
+}
+
+func requireEmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("clone: read destination: %w", err)
+	case len(entries) > 0:
+		return fmt.Errorf("clone into %s: %w", dir, ErrDirNotEmpty)
+	}
+	return nil
+}
+
+// emptyDir removes what a failed clone left in dir, keeping dir itself.
+func emptyDir(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}

@@ -1,0 +1,173 @@
+package gitops
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestIgnoreRulesAgreeWithGit builds each case as a real repository and
+// compares the paths `git add -A` stages with the paths ignoreRules keeps.
+func TestIgnoreRulesAgreeWithGit(t *testing.T) {
+	tests := []struct {
+		name    string
+		exclude string
+		ignores map[string]string // directory -> .gitignore content
+		paths   []string
+	}{
+		{
+			name:    "classes and escapes",
+			ignores: map[string]string{"": "[!a]*.c\n[^b]x\n[a-c]r\n[]]q\n[!]]w\n[[:upper:]]*.u\n[[:bogus:]]\n\\*star\na\\?\n*.[oa]\n[a-]m\n[\\]]e\n[[:digit:][:alpha:]]z\n"},
+			paths: []string{
+				"a.c", "b.c", "zz.c", "ax", "bx", "cx", "ar", "dr", "]q", "aq", "]w", "kw", "A.u", "a.u", "[[:bogus:]]",
+				"*star", "xstar", "a?", "ab", "x.o", "x.a", "x.c2", "-m", "am", "bm", "]e", "1z", "Qz", "-z",
+			},
+		},
+		{
+			name:    "double stars",
+			ignores: map[string]string{"": "a/**/b\n**/deep\n/**/top\nabc/**\n!abc/keep\nx**y\nsrc/**/*.gen\n**\n!**/\n!*.keep\n"},
+			paths:   []string{"a/b", "a/x/b", "a/x/y/b", "deep", "q/deep", "q/r/deep/f", "top", "z/top", "abc/keep", "abc/k", "abc/d/keep", "xy", "xzy", "x/y", "src/a.gen", "src/q/r/b.gen", "other.keep", "o/t.keep"},
+		},
+		{
+			name:    "directories and anchors",
+			ignores: map[string]string{"": "logs/\n/build\ndoc/*.txt\n/nested/dir/\ntmp/\n!tmp/keep\n", "nested": "!dir/\nlocal/\n", "deep/er": "/anchored\nfree\n"},
+			paths: []string{
+				"logs", "app/logs/x", "build/x", "src/build/x", "doc/a.txt", "doc/sub/b.txt", "nested/dir/f", "nested/other/dir/f",
+				"nested/local/f", "tmp/keep", "tmp/x", "deep/er/anchored", "deep/er/sub/anchored", "deep/er/sub/free", "anchored", "free",
+			},
+		},
+		{
+			name:    "negation cannot escape an excluded parent",
+			ignores: map[string]string{"": "*.log\n!important/\nout/\n!out/keep.txt\ncache/*\n!cache/keep\n", "out": "!*\n"},
+			paths:   []string{"a.log", "important/x.log", "important/y.txt", "out/keep.txt", "out/x", "cache/keep", "cache/x", "cache/sub/keep"},
+		},
+		{
+			name:    "precedence of deeper files and info/exclude",
+			exclude: "*.secret\n!keep.me\n*.me\n",
+			ignores: map[string]string{"": "!*.secret\n*.txt\n", "a": "!*.txt\n", "a/b": "*.txt\n"},
+			paths:   []string{"x.secret", "x.txt", "a/x.txt", "a/b/x.txt", "a/b/c/x.txt", "keep.me", "other.me"},
+		},
+		{
+			name:    "whitespace comments and bom",
+			ignores: map[string]string{"": "\xef\xbb\xbfbom.txt\n# comment.txt\n\\#hash.txt\ntrail.txt  \nspace\\ .txt\n  lead.txt\r\n\n!\n/\n\\!bang.txt\n"},
+			paths:   []string{"bom.txt", "# comment.txt", "#hash.txt", "trail.txt", "space .txt", "  lead.txt", "lead.txt", "!bang.txt", "x"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "w")
+			gitRun(t, t.TempDir(), "init", "-q", dir)
+			files := make(map[string]file)
+			all := slices.Clone(tt.paths)
+			for d, content := range tt.ignores {
+				p := filepath.ToSlash(filepath.Join(d, ".gitignore"))
+				files[p] = file{content: content}
+				all = append(all, p)
+			}
+			for _, p := range tt.paths {
+				files[p] = file{content: p}
+			}
+			writeFiles(t, dir, files)
+			if tt.exclude != "" {
+				if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte(tt.exclude), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gitRun(t, dir, "add", "-A")
+			staged := strings.Split(gitRun(t, dir, "-c", "core.quotePath=false", "ls-files"), "\n")
+
+			ignoreFiles := make(map[string][]byte)
+			for d, content := range tt.ignores {
+				ignoreFiles[d] = []byte(content)
+			}
+			ig := newIgnoreRules([]byte(tt.exclude), ignoreFiles)
+			var kept []string
+			for _, p := range all {
+				if !ig.ignored(p) {
+					kept = append(kept, p)
+				}
+			}
+			slices.Sort(kept)
+			slices.Sort(staged)
+			if !slices.Equal(kept, staged) {
+				t.Errorf("kept by ignoreRules:\n%q\nstaged by git add -A:\n%q", kept, staged)
+			}
+		})
+	}
+}
+
+func TestWildmatch(t *testing.T) {
+	tests := []struct {
+		pattern, text string
+		want          bool
+	}{
+		{"foo", "foo", true},
+		{"foo", "bar", false},
+		{"", "", true},
+		{"???", "abc", true},
+		{"??", "abc", false},
+		{"*", "abc", true},
+		{"*", "a/b", false},
+		{"f*", "foo", true},
+		{"*f", "foo", false},
+		{"*foo*", "foo", true},
+		{"*ob*a*r*", "foobar", true},
+		{"a/*", "a/b", true},
+		{"a/*", "a/b/c", false},
+		{"a?b", "a/b", false},
+		{"a[/]b", "a/b", false},
+		{"**", "a/b/c", true},
+		{"**/c", "c", true},
+		{"**/c", "a/b/c", true},
+		{"a/**", "a/b/c", true},
+		{"a/**", "a", false},
+		{"a/**/b", "a/b", true},
+		{"a/**/b", "a/x/y/b", true},
+		{"a/**/b", "a/xb", false},
+		{"a**b", "axxb", true},
+		{"a**b", "a/b", false},
+		{`\*`, "*", true},
+		{`\*`, "x", false},
+		{`a\`, "a", false},
+		{"[abc]", "b", true},
+		{"[!abc]", "b", false},
+		{"[^abc]", "d", true},
+		{"[a-c]", "b", true},
+		{"[c-a]", "b", false},
+		{"[]]", "]", true},
+		{"[]-]", "-", true},
+		{"[a-]", "-", true},
+		{`[\]]`, "]", true},
+		{"[[:alpha:]]", "q", true},
+		{"[[:alpha:]]", "1", false},
+		{"[[:digit:]x]", "x", true},
+		{"[[:nope:]]", "n", false},
+		{"[abc", "a", false},
+		{"[[:alpha:", "a", false},
+		{"[[]", "[", true},
+		{"[[:]", ":", true},
+		{strings.Repeat("*a", 30) + "b", strings.Repeat("a", 200), false},
+	}
+	for _, tt := range tests {
+		if got := wildmatch(tt.pattern, tt.text); got != tt.want {
+			t.Errorf("wildmatch(%q, %q) = %v, want %v", tt.pattern, tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestParseIgnore(t *testing.T) {
+	rules := parseIgnore("sub", []byte("\xef\xbb\xbf*.o\r\n# c\n\n!keep/\n/anchored\na/b/\ntrail  \nesc\\ \n!\n"))
+	want := []ignoreRule{
+		{dir: "sub", pattern: "*.o", basename: true},
+		{dir: "sub", pattern: "keep", negate: true, dirOnly: true, basename: true},
+		{dir: "sub", pattern: "anchored"},
+		{dir: "sub", pattern: "a/b", dirOnly: true},
+		{dir: "sub", pattern: "trail", basename: true},
+		{dir: "sub", pattern: `esc\ `, basename: true},
+	}
+	if !slices.Equal(rules, want) {
+		t.Errorf("parseIgnore:\n got %+v\nwant %+v", rules, want)
+	}
+}

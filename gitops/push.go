@@ -1,0 +1,92 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// pushRemoteName names the in-memory remote used for pushes; it is never
+// saved to the repository's config.
+const pushRemoteName = "runner"
+
+// Push sends refs/heads/<branch> of the repository at repoPath to the same
+// name on remote. Without force only a fast-forward is accepted
+// (ErrPushRejected otherwise). The remote is not added to the repository's
+// config and the credentials are neither stored nor shown in errors. A
+// remote already up to date is success.
+func Push(ctx context.Context, repoPath string, remote RemoteSpec, branch string, force bool) error {
+	ref, err := branchRef(branch)
+	if err != nil {
+		return err
+	}
+	repo, err := openRepo(repoPath)
+	if err != nil {
+		return err
+	}
+	if _, err := repo.Storer.Reference(ref); errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return fmt.Errorf("push %s: %w", branch, ErrBranchNotFound)
+	} else if err != nil {
+		return fmt.Errorf("push %s: read branch: %w", branch, err)
+	}
+	spec := config.RefSpec(ref.String() + ":" + ref.String())
+	if force {
+		spec = "+" + spec
+	}
+	return pushRefSpec(ctx, repo, remote, spec)
+}
+
+// Rollback deletes branch from the repository at repoPath and, when remote
+// is not nil, from the remote first, so that a failed remote deletion can
+// be retried. It refuses the branch the repository's HEAD points to
+// (ErrBranchCheckedOut). A branch already absent, locally or remotely,
+// counts as deleted, so Rollback can be repeated.
+func Rollback(ctx context.Context, repoPath, branch string, remote *RemoteSpec) error {
+	ref, err := branchRef(branch)
+	if err != nil {
+		return err
+	}
+	repo, err := openRepo(repoPath)
+	if err != nil {
+		return err
+	}
+	if err := refuseCheckedOut(repo, ref); err != nil {
+		return fmt.Errorf("rollback %s: %w", branch, err)
+	}
+	if remote != nil {
+		if err := pushRefSpec(ctx, repo, *remote, config.RefSpec(":"+ref.String())); err != nil {
+			return fmt.Errorf("rollback %s: %w", branch, err)
+		}
+	}
+	if err := deleteBranch(repo, ref); err != nil {
+		return fmt.Errorf("rollback %s: %w", branch, err)
+	}
+	return nil
+}
+
+func pushRefSpec(ctx context.Context, repo *git.Repository, remote RemoteSpec, spec config.RefSpec) error {
+	acc, err := remote.access()
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	rem := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: pushRemoteName, URLs: []string{acc.url}})
+	err = rem.PushContext(ctx, &git.PushOptions{
+		RemoteName: pushRemoteName,
+		RefSpecs:   []config.RefSpec{spec},
+		Auth:       acc.auth,
+	})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return nil
+	case errors.Is(err, git.ErrForceNeeded), strings.Contains(err.Error(), "non-fast-forward"):
+		err = fmt.Errorf("%w: %s to %s: %w", ErrPushRejected, spec, acc.url, err)
+	default:
+		err = fmt.Errorf("push %s to %s: %w", spec, acc.url, err)
+	}
+	return scrub(err, acc.secrets...)
+}

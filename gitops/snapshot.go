@@ -1,0 +1,323 @@
+package gitops
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// Defaults for CommitOptions.MaxFileSize and CommitOptions.MaxEntries.
+const (
+	DefaultMaxFileSize = 100 << 20
+	DefaultMaxEntries  = 200_000
+)
+
+type entryKind uint8
+
+const (
+	kindDir entryKind = iota + 1
+	kindFile
+	kindSymlink
+)
+
+func (k entryKind) String() string {
+	switch k {
+	case kindDir:
+		return "directory"
+	case kindFile:
+		return "file"
+	default:
+		return "symlink"
+	}
+}
+
+// snapEntry is one file, symlink or directory of the snapshot. Content is
+// not kept: a blob the repository lacks is spooled to a temporary file,
+// from offset on, to be written once the snapshot is known to be safe.
+type snapEntry struct {
+	raw    string // the name as written in the stream, for error reports
+	kind   entryKind
+	mode   filemode.FileMode // Regular, Executable or Symlink; zero for directories
+	hash   plumbing.Hash
+	size   int64
+	target string // symlink target
+	stored bool   // the repository already holds the blob
+	offset int64  // content position in the spool when !stored
+}
+
+// snapshot is the parsed tar stream, keyed by clean slash-separated path
+// relative to the workspace root.
+type snapshot struct {
+	entries map[string]*snapEntry
+	// ignoreFiles maps a directory ("" for the root) to the content of the
+	// regular file .gitignore it holds.
+	ignoreFiles map[string][]byte
+	spool       *os.File
+	spoolEnd    int64
+}
+
+type snapshotLimits struct {
+	maxFileSize int64
+	maxEntries  int
+}
+
+// readSnapshot parses the tar stream in one pass. It refuses the whole
+// stream with an *UnsafeSnapshotError listing every offending entry, and
+// skips the agent's .git directories. known reports blobs the repository
+// already holds; others are copied to spool. Nothing is written anywhere
+// else.
+func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known func(plumbing.Hash) bool, spool *os.File) (*snapshot, error) {
+	s := &snapshot{
+		entries:     make(map[string]*snapEntry),
+		ignoreFiles: make(map[string][]byte),
+		spool:       spool,
+	}
+	unsafe := &UnsafeSnapshotError{}
+	tr := tar.NewReader(r)
+	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read snapshot: %w", err)
+		}
+		if n >= lim.maxEntries {
+			unsafe.add(hdr.Name, fmt.Sprintf("more than %d entries", lim.maxEntries))
+			break
+		}
+		name, reason := entryPath(hdr.Name)
+		if reason != "" {
+			unsafe.add(hdr.Name, reason)
+			continue
+		}
+		if name == "" {
+			if hdr.Typeflag != tar.TypeDir {
+				unsafe.add(hdr.Name, "workspace root is not a directory")
+			}
+			continue
+		}
+		if inDotGit(name) {
+			continue
+		}
+		reason, err = s.add(tr, hdr, name, lim, known, unsafe.Total == 0)
+		if err != nil {
+			return nil, fmt.Errorf("read snapshot entry %q: %w", hdr.Name, err)
+		}
+		if reason != "" {
+			unsafe.add(hdr.Name, reason)
+		}
+	}
+	s.checkParents(unsafe)
+	if unsafe.Total > 0 {
+		return nil, unsafe
+	}
+	return s, nil
+}
+
+// add records one entry and returns why it is refused, if it is; err
+// reports a stream or spool failure. Content is hashed and spooled only
+// while the snapshot is still acceptable.
+func (s *snapshot) add(tr *tar.Reader, hdr *tar.Header, name string, lim snapshotLimits, known func(plumbing.Hash) bool, readContent bool) (reason string, err error) {
+	if _, dup := s.entries[name]; dup {
+		return "duplicate entry", nil
+	}
+	e := &snapEntry{raw: hdr.Name}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		e.kind = kindDir
+	case tar.TypeReg, tar.TypeGNUSparse:
+		if hdr.Size > lim.maxFileSize {
+			return fmt.Sprintf("file of %d bytes exceeds the %d-byte limit", hdr.Size, lim.maxFileSize), nil
+		}
+		e.kind, e.mode, e.size = kindFile, filemode.Regular, hdr.Size
+		if hdr.Mode&0o100 != 0 {
+			// Git's rule (core.fileMode): the owner's execute bit alone
+			// decides between 100755 and 100644.
+			e.mode = filemode.Executable
+		}
+		if readContent {
+			if err := s.readBlob(tr, name, e, known); err != nil {
+				return "", err
+			}
+		}
+	case tar.TypeSymlink:
+		if hdr.Linkname == "" {
+			return "symlink without a target", nil
+		}
+		if isDotGitmodules(path.Base(name)) {
+			return "symlinked .gitmodules", nil
+		}
+		e.kind, e.mode, e.target = kindSymlink, filemode.Symlink, hdr.Linkname
+		e.size = int64(len(hdr.Linkname))
+		e.hash = plumbing.ComputeHash(plumbing.BlobObject, []byte(hdr.Linkname))
+		e.stored = known(e.hash)
+	case tar.TypeLink:
+		return fmt.Sprintf("hard link to %q", hdr.Linkname), nil
+	case tar.TypeChar, tar.TypeBlock:
+		return "device node", nil
+	case tar.TypeFifo:
+		return "named pipe", nil
+	default:
+		return fmt.Sprintf("unsupported entry type %q", hdr.Typeflag), nil
+	}
+	s.entries[name] = e
+	return "", nil
+}
+
+// readBlob hashes the entry's content, keeps it in the spool unless the
+// repository already has it, and keeps .gitignore files in memory.
+func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(plumbing.Hash) bool) error {
+	h := plumbing.NewHasher(plumbing.BlobObject, e.size)
+	dst := []io.Writer{h, s.spool}
+	var ignore *bytes.Buffer
+	if path.Base(name) == ".gitignore" {
+		ignore = &bytes.Buffer{}
+		dst = append(dst, ignore)
+	}
+	n, err := io.Copy(io.MultiWriter(dst...), r)
+	if err == nil && n != e.size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return fmt.Errorf("copy content: %w", err)
+	}
+	e.hash = h.Sum()
+	e.stored = known(e.hash)
+	e.offset = s.spoolEnd
+	if e.stored {
+		// Only blobs the repository lacks need to be read back.
+		if err := s.spool.Truncate(s.spoolEnd); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		if _, err := s.spool.Seek(s.spoolEnd, io.SeekStart); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+	} else {
+		s.spoolEnd += e.size
+	}
+	if ignore != nil {
+		dir := path.Dir(name)
+		if dir == "." {
+			dir = ""
+		}
+		s.ignoreFiles[dir] = ignore.Bytes()
+	}
+	return nil
+}
+
+// content returns a reader over a spooled blob.
+func (s *snapshot) content(e *snapEntry) io.Reader {
+	if e.kind == kindSymlink {
+		return strings.NewReader(e.target)
+	}
+	return io.NewSectionReader(s.spool, e.offset, e.size)
+}
+
+// checkParents refuses entries whose parent is a file or a symlink: no
+// checkout can hold them, and extracting them would write through a link.
+func (s *snapshot) checkParents(unsafe *UnsafeSnapshotError) {
+	var bad []string
+	reasons := make(map[string]string)
+	for p, e := range s.entries {
+		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+			if parent, ok := s.entries[dir]; ok && parent.kind != kindDir {
+				bad = append(bad, e.raw)
+				reasons[e.raw] = fmt.Sprintf("inside %s %q", parent.kind, dir)
+				break
+			}
+		}
+	}
+	slices.Sort(bad)
+	for _, raw := range bad {
+		unsafe.add(raw, reasons[raw])
+	}
+}
+
+// entryPath cleans a tar entry name ("./src/a.go", "src/a.go", "./src/")
+// into "src/a.go" or "src", and "" for the root. A non-empty reason means
+// the name is refused.
+func entryPath(name string) (clean, reason string) {
+	p := strings.TrimPrefix(name, "./")
+	if name == "." || p == "" {
+		return "", ""
+	}
+	if strings.HasPrefix(p, "/") {
+		return "", "absolute path"
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", "NUL byte in name"
+	}
+	p = strings.TrimSuffix(p, "/")
+	for comp := range strings.SplitSeq(p, "/") {
+		switch comp {
+		case "..":
+			return "", "parent directory component"
+		case "", ".":
+			return "", "non-canonical path"
+		}
+	}
+	return p, ""
+}
+
+// inDotGit reports whether any component of p names a git directory.
+func inDotGit(p string) bool {
+	for comp := range strings.SplitSeq(p, "/") {
+		if isDotGit(comp) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDotGit reports whether a path component would be taken for ".git" by
+// git on any file system: any letter case, trailing dots or spaces and
+// NTFS stream suffixes (Windows), the 8.3 short name "git~1", ignorable
+// Unicode code points (macOS). Git itself refuses such paths, and fsck
+// flags them, so they are never imported. Backslash counts as a separator,
+// as it does for git's own check.
+func isDotGit(comp string) bool {
+	for part := range strings.SplitSeq(comp, "\\") {
+		n := strings.ToLower(strings.Map(dropHFSIgnorable, part))
+		if i := strings.IndexByte(n, ':'); i >= 0 {
+			n = n[:i]
+		}
+		n = strings.TrimRight(n, ". ")
+		if n == ".git" || n == "git~1" {
+			return true
+		}
+	}
+	return false
+}
+
+// isDotGitmodules is isDotGit for ".gitmodules", whose 8.3 name is
+// "gitmod~1".
+func isDotGitmodules(comp string) bool {
+	n := strings.ToLower(strings.Map(dropHFSIgnorable, comp))
+	n = strings.TrimRight(n, ". ")
+	return n == ".gitmodules" || n == "gitmod~1"
+}
+
+// dropHFSIgnorable removes the code points HFS+ ignores when comparing
+// names (zero-width joiners, direction marks, the BOM).
+func dropHFSIgnorable(r rune) rune {
+	switch {
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e,
+		r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return -1
+	}
+	return r
+}

@@ -1,0 +1,188 @@
+package gitops
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// treeEntry is a non-directory entry of a tree: blob, symlink or gitlink.
+type treeEntry struct {
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+// flattenTree lists every non-directory entry below tree h by full path.
+func flattenTree(s storer.EncodedObjectStorer, h plumbing.Hash) (map[string]treeEntry, error) {
+	out := make(map[string]treeEntry)
+	var walk func(prefix string, h plumbing.Hash) error
+	walk = func(prefix string, h plumbing.Hash) error {
+		t, err := object.GetTree(s, h)
+		if err != nil {
+			return fmt.Errorf("read tree %s: %w", h, err)
+		}
+		for _, e := range t.Entries {
+			if e.Mode == filemode.Dir {
+				if err := walk(prefix+e.Name+"/", e.Hash); err != nil {
+					return err
+				}
+				continue
+			}
+			out[prefix+e.Name] = treeEntry{mode: e.Mode, hash: e.Hash}
+		}
+		return nil
+	}
+	return out, walk("", h)
+}
+
+// planTree computes the index `git add -A` would produce in a checkout of
+// base holding exactly the snapshot's files:
+//
+//   - a tracked path present in the snapshot as a file or symlink takes its
+//     content and mode, even when ignored; absent, it is deleted;
+//   - an untracked file or symlink is added unless ignored;
+//   - a gitlink (submodule) is kept as it is, and the snapshot's content at
+//     or below it is not imported, unless the snapshot turned one of its
+//     parent directories into a file, which removes it.
+func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules) map[string]treeEntry {
+	out := make(map[string]treeEntry, len(base))
+	gitlinks := make(map[string]bool)
+	for p, be := range base {
+		if be.mode == filemode.Submodule {
+			if !snapshotCoversParent(snap, p) {
+				out[p] = be
+				gitlinks[p] = true
+			}
+			continue
+		}
+		if e, ok := snap.entries[p]; ok && e.kind != kindDir {
+			out[p] = treeEntry{mode: e.mode, hash: e.hash}
+		}
+	}
+	for p, e := range snap.entries {
+		if e.kind == kindDir {
+			continue
+		}
+		if _, tracked := base[p]; tracked || underGitlink(gitlinks, p) || ig.ignored(p) {
+			continue
+		}
+		out[p] = treeEntry{mode: e.mode, hash: e.hash}
+	}
+	return out
+}
+
+// snapshotCoversParent reports whether a parent directory of p is a file
+// or symlink in the snapshot.
+func snapshotCoversParent(snap *snapshot, p string) bool {
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if e, ok := snap.entries[dir]; ok && e.kind != kindDir {
+			return true
+		}
+	}
+	return false
+}
+
+func underGitlink(gitlinks map[string]bool, p string) bool {
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if gitlinks[dir] {
+			return true
+		}
+	}
+	return false
+}
+
+// writeTree stores the trees holding files and returns the root tree hash.
+// Trees the repository already has are not written again.
+func writeTree(s storer.EncodedObjectStorer, files map[string]treeEntry) (plumbing.Hash, error) {
+	root := &treeNode{}
+	for p, e := range files {
+		n := root
+		parts := strings.Split(p, "/")
+		for _, d := range parts[:len(parts)-1] {
+			n = n.child(d)
+		}
+		n.entries = append(n.entries, object.TreeEntry{Name: parts[len(parts)-1], Mode: e.mode, Hash: e.hash})
+	}
+	return root.write(s)
+}
+
+type treeNode struct {
+	entries []object.TreeEntry
+	dirs    map[string]*treeNode
+}
+
+func (n *treeNode) child(name string) *treeNode {
+	if n.dirs == nil {
+		n.dirs = make(map[string]*treeNode)
+	}
+	c, ok := n.dirs[name]
+	if !ok {
+		c = &treeNode{}
+		n.dirs[name] = c
+	}
+	return c
+}
+
+func (n *treeNode) write(s storer.EncodedObjectStorer) (plumbing.Hash, error) {
+	for name, c := range n.dirs {
+		h, err := c.write(s)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		n.entries = append(n.entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+	}
+	sort.Sort(object.TreeEntrySorter(n.entries))
+	for i := 1; i < len(n.entries); i++ {
+		if n.entries[i].Name == n.entries[i-1].Name {
+			return plumbing.ZeroHash, fmt.Errorf("write tree: %q is both a file and a directory", n.entries[i].Name)
+		}
+	}
+	obj := s.NewEncodedObject()
+	if err := (&object.Tree{Entries: n.entries}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	return storeObject(s, obj)
+}
+
+// storeObject writes obj unless the repository already has it.
+func storeObject(s storer.EncodedObjectStorer, obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if s.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	if _, err := s.SetEncodedObject(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store %s %s: %w", obj.Type(), h, err)
+	}
+	return h, nil
+}
+
+// writeBlob stores size bytes from r as a blob and checks they hash to
+// want. The blob is assembled in memory (at most MaxFileSize) and written
+// only once complete, so a failed read never leaves a truncated object.
+func writeBlob(s storer.EncodedObjectStorer, want plumbing.Hash, size int64, r io.Reader) error {
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(size)
+	w, err := obj.Writer()
+	if err != nil {
+		return fmt.Errorf("store blob %s: %w", want, err)
+	}
+	if _, err := io.CopyN(w, r, size); err != nil {
+		return fmt.Errorf("store blob %s: %w", want, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("store blob %s: %w", want, err)
+	}
+	if got := obj.Hash(); got != want {
+		return fmt.Errorf("store blob %s: content changed while spooled (now %s)", want, got)
+	}
+	_, err = storeObject(s, obj)
+	return err
+}

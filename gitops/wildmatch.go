@@ -1,0 +1,208 @@
+package gitops
+
+// wildmatch reports whether text, a slash-separated path, matches a
+// gitignore glob with git's pathname rules:
+//
+//   - '*' and '?' never match '/'; '?' matches one byte;
+//   - "[...]" is a byte class ("[!...]" or "[^...]" negates it; ranges,
+//     backslash escapes and [:alpha:]-style classes work) that never
+//     matches '/'; an unterminated or unknown class matches nothing;
+//   - '\' makes the next byte literal;
+//   - "**" between slashes (or at either end) matches any number of
+//     directories: "**/x" matches x at any depth, "a/**/b" matches a/b and
+//     a/x/y/b, "a/**" everything inside a. Elsewhere "**" is like "*".
+//
+// Failed (pattern, text) positions are remembered, so the cost stays
+// proportional to len(pattern)*len(text) whatever the number of stars.
+func wildmatch(pattern, text string) bool {
+	m := wildMatcher{p: pattern, t: text}
+	return m.match(0, 0)
+}
+
+type wildMatcher struct {
+	p, t   string
+	failed map[[2]int]bool
+}
+
+// try is match with memoised failures; stars call it for every split.
+func (m *wildMatcher) try(pi, ti int) bool {
+	key := [2]int{pi, ti}
+	if m.failed[key] {
+		return false
+	}
+	if m.match(pi, ti) {
+		return true
+	}
+	if m.failed == nil {
+		m.failed = make(map[[2]int]bool)
+	}
+	m.failed[key] = true
+	return false
+}
+
+func (m *wildMatcher) match(pi, ti int) bool {
+	p, t := m.p, m.t
+	for pi < len(p) {
+		switch p[pi] {
+		case '*':
+			start := pi
+			for pi < len(p) && p[pi] == '*' {
+				pi++
+			}
+			if pi-start >= 2 && (start == 0 || p[start-1] == '/') && (pi == len(p) || p[pi] == '/') {
+				if pi == len(p) {
+					return true
+				}
+				// "**/": no directory, or any run ending with a '/'.
+				if m.try(pi+1, ti) {
+					return true
+				}
+				for k := ti; k < len(t); k++ {
+					if t[k] == '/' && m.try(pi+1, k+1) {
+						return true
+					}
+				}
+				return false
+			}
+			for k := ti; ; k++ {
+				if m.try(pi, k) {
+					return true
+				}
+				if k == len(t) || t[k] == '/' {
+					return false
+				}
+			}
+		case '?':
+			if ti == len(t) || t[ti] == '/' {
+				return false
+			}
+			pi, ti = pi+1, ti+1
+		case '[':
+			if ti == len(t) || t[ti] == '/' {
+				return false
+			}
+			ok, next := matchClass(p, pi, t[ti])
+			if !ok {
+				return false
+			}
+			pi, ti = next, ti+1
+		case '\\':
+			pi++
+			if pi == len(p) {
+				return false
+			}
+			fallthrough
+		default:
+			if ti == len(t) || t[ti] != p[pi] {
+				return false
+			}
+			pi, ti = pi+1, ti+1
+		}
+	}
+	return ti == len(t)
+}
+
+// matchClass matches c against the class opening at p[open] == '['. It
+// returns whether c is in the class and the index after the closing ']';
+// a malformed class matches nothing.
+func matchClass(p string, open int, c byte) (ok bool, next int) {
+	i := open + 1
+	negated := i < len(p) && (p[i] == '!' || p[i] == '^')
+	if negated {
+		i++
+	}
+	matched := false
+	var prev byte
+	hasPrev := false
+	for first := true; ; first = false {
+		if i >= len(p) {
+			return false, 0
+		}
+		ch := p[i]
+		if ch == ']' && !first {
+			break
+		}
+		switch {
+		case ch == '\\':
+			i++
+			if i >= len(p) {
+				return false, 0
+			}
+			ch = p[i]
+			matched = matched || c == ch
+			prev, hasPrev = ch, true
+		case ch == '-' && hasPrev && i+1 < len(p) && p[i+1] != ']':
+			i++
+			hi := p[i]
+			if hi == '\\' {
+				i++
+				if i >= len(p) {
+					return false, 0
+				}
+				hi = p[i]
+			}
+			matched = matched || (prev <= c && c <= hi)
+			hasPrev = false
+		case ch == '[' && i+1 < len(p) && p[i+1] == ':':
+			end := i + 2
+			for end < len(p) && p[end] != ']' {
+				end++
+			}
+			if end >= len(p) {
+				return false, 0
+			}
+			if end == i+2 || p[end-1] != ':' {
+				// Not a [:name:] class: a literal '['.
+				matched = matched || c == '['
+				prev, hasPrev = '[', true
+				break
+			}
+			in, known := posixClass(p[i+2:end-1], c)
+			if !known {
+				return false, 0
+			}
+			matched = matched || in
+			i, hasPrev = end, false
+		default:
+			matched = matched || c == ch
+			prev, hasPrev = ch, true
+		}
+		i++
+	}
+	return matched != negated, i + 1
+}
+
+// posixClass reports whether c belongs to the named [:class:], and
+// whether the name is known. Classes are ASCII only, like git's.
+func posixClass(name string, c byte) (in, known bool) {
+	upper := c >= 'A' && c <= 'Z'
+	lower := c >= 'a' && c <= 'z'
+	digit := c >= '0' && c <= '9'
+	switch name {
+	case "alnum":
+		return upper || lower || digit, true
+	case "alpha":
+		return upper || lower, true
+	case "blank":
+		return c == ' ' || c == '\t', true
+	case "cntrl":
+		return c < 0x20 || c == 0x7f, true
+	case "digit":
+		return digit, true
+	case "graph":
+		return c > 0x20 && c < 0x7f, true
+	case "lower":
+		return lower, true
+	case "print":
+		return c >= 0x20 && c < 0x7f, true
+	case "punct":
+		return c > 0x20 && c < 0x7f && !upper && !lower && !digit, true
+	case "space":
+		return c == ' ' || (c >= '\t' && c <= '\r'), true
+	case "upper":
+		return upper, true
+	case "xdigit":
+		return digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'), true
+	}
+	return false, false
+}
