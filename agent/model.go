@@ -1,0 +1,240 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Roles a Message may carry.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Finish reasons a Response may carry. Servers may send others; they are
+// passed through unchanged.
+const (
+	FinishStop      = "stop"           // the model ended its turn
+	FinishToolCalls = "tool_calls"     // the model asks for tool calls
+	FinishLength    = "length"         // cut off by MaxCompletionTokens or the context window
+	FinishFilter    = "content_filter" // withheld by the server's content filter
+)
+
+// Model is a chat model that can call tools. Implementations are safe for
+// concurrent use.
+type Model interface {
+	// Complete sends the conversation in req and returns the model's next
+	// message. Transient failures (connection errors, timeouts, rate limits,
+	// server errors) are retried inside Complete; the error returned is
+	// final. Callers branch on ErrContextLength, ErrAuth, ErrQuota and
+	// ErrBadResponse with errors.Is, and read the status of any other API
+	// refusal with errors.As(err, **ModelError). Cancelling ctx stops
+	// Complete at once and returns ctx's error without retrying.
+	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// Message is one entry of a conversation.
+type Message struct {
+	// Role is one of RoleSystem, RoleUser, RoleAssistant and RoleTool.
+	Role string
+	// Content is the text of the message. It may be empty on an assistant
+	// message that only calls tools.
+	Content string
+	// ToolCalls are the calls an assistant message asks for, in order.
+	ToolCalls []ToolCall
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string
+	// Name is the participant name of a user or system message, or the tool
+	// name on a tool message (kept for the trajectory; the wire format of
+	// tool messages has no name).
+	Name string
+}
+
+// ToolCall is one function call requested by the model.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the raw JSON text as sent by the model. It is not
+	// validated: a reply cut off by FinishLength may hold a truncated string.
+	Arguments string
+}
+
+// ToolSpec describes a function the model may call.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments object. Empty means the
+	// function takes no arguments.
+	Parameters json.RawMessage
+}
+
+// Request is one completion request.
+type Request struct {
+	Model    string
+	Messages []Message
+	Tools    []ToolSpec
+	// MaxCompletionTokens caps the reply; zero leaves it to the server.
+	MaxCompletionTokens int64
+	// Temperature is left to the server when nil.
+	Temperature *float64
+}
+
+// Usage counts the tokens of one completion as the server bills them.
+type Usage struct {
+	PromptTokens int64
+	// CachedTokens is the part of PromptTokens served from the prompt cache.
+	CachedTokens     int64
+	CompletionTokens int64
+}
+
+// Response is the model's reply to one Request.
+type Response struct {
+	// Message is the assistant message, Role RoleAssistant.
+	Message      Message
+	FinishReason string
+	Usage        Usage
+	// UsageEstimated is true when the server sent no usage and Usage was
+	// estimated from the size of the request and reply. An estimate is not an
+	// upper bound; budget checks must use their own bound.
+	UsageEstimated bool
+	// Model is the model the server says answered, which may be a dated
+	// version of Request.Model.
+	Model string
+	// ID is the server's identifier of the completion.
+	ID string
+}
+
+var (
+	// ErrContextLength means the conversation does not fit the model's
+	// context window; the caller should shorten it rather than retry.
+	ErrContextLength = errors.New("context window exceeded")
+	// ErrAuth means the server refused the credentials (HTTP 401 or 403).
+	ErrAuth = errors.New("authentication refused")
+	// ErrQuota means the account's spend limit or credit is exhausted; unlike
+	// a rate limit, waiting does not help.
+	ErrQuota = errors.New("quota exhausted")
+	// ErrBadResponse means the server answered success with a body that is
+	// not a chat completion, which usually means the base URL does not point
+	// at a Chat Completions endpoint. It is not retried: the server may have
+	// billed the call.
+	ErrBadResponse = errors.New("malformed response")
+	// ErrAttemptTimeout means one attempt outlived the per-attempt timeout.
+	// Complete retries it; it is final only once retries run out.
+	ErrAttemptTimeout = errors.New("attempt timed out")
+)
+
+// ModelError is a refusal by the model API: an HTTP status of 400 or more.
+// It unwraps to ErrContextLength, ErrAuth or ErrQuota when the status and
+// the server's error code say so.
+type ModelError struct {
+	StatusCode int
+	// Type and Code are the server's error.type and error.code, if any.
+	Type string
+	Code string
+	// Message is the server's error.message (or the start of a body that
+	// is not an error object), with anything resembling an API key removed.
+	Message string
+	// RetryAfter is the wait the server asked for with Retry-After-Ms or
+	// Retry-After; zero when it asked for none.
+	RetryAfter time.Duration
+	// HasRetryAfter tells a requested wait of zero from no request.
+	HasRetryAfter bool
+
+	kind error
+}
+
+// Error returns "model API: <status> <text>[ (<code>)]: <message>".
+func (e *ModelError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model API: %d", e.StatusCode)
+	if text := http.StatusText(e.StatusCode); text != "" {
+		b.WriteString(" " + text)
+	}
+	switch {
+	case e.Code != "":
+		fmt.Fprintf(&b, " (%s)", e.Code)
+	case e.Type != "":
+		fmt.Fprintf(&b, " (%s)", e.Type)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns the named error the refusal stands for, or nil.
+func (e *ModelError) Unwrap() error { return e.kind }
+
+// refusalKind names what a refusal means for the caller, from its status and
+// the server's error code, type and message.
+func refusalKind(e *ModelError) error {
+	msg := strings.ToLower(e.Message)
+	switch {
+	case e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden:
+		return ErrAuth
+	case e.Code == "insufficient_quota" || e.Type == "insufficient_quota" ||
+		e.StatusCode == http.StatusPaymentRequired ||
+		strings.Contains(msg, "exceeded your current quota"):
+		return ErrQuota
+	case e.Code == "context_length_exceeded" ||
+		(e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge) &&
+			(strings.Contains(msg, "maximum context length") || strings.Contains(msg, "context length") ||
+				strings.Contains(msg, "context window")):
+		return ErrContextLength
+	}
+	return nil
+}
+
+// parseErrorBody reads the server's explanation from an error body: the
+// OpenAI form {"error":{"message","type","code"}}, the looser forms some
+// compatible servers send ({"error":"..."}, {"message":"..."}), or else the
+// start of the body as text.
+func parseErrorBody(body []byte) *ModelError {
+	var env struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  string          `json:"detail"`
+	}
+	if json.Unmarshal(body, &env) != nil {
+		return &ModelError{Message: excerpt(body)}
+	}
+	var obj struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}
+	if json.Unmarshal(env.Error, &obj) == nil && (obj.Message != "" || obj.Type != "" || obj.Code != nil) {
+		e := &ModelError{Message: obj.Message, Type: obj.Type}
+		if obj.Code != nil {
+			e.Code = fmt.Sprint(obj.Code)
+		}
+		return e
+	}
+	var text string
+	if json.Unmarshal(env.Error, &text) == nil && text != "" {
+		return &ModelError{Message: text}
+	}
+	for _, s := range []string{env.Message, env.Detail} {
+		if s != "" {
+			return &ModelError{Message: s}
+		}
+	}
+	return &ModelError{Message: excerpt(body)}
+}
+
+// excerpt returns the start of a body as one line of text, for messages.
+func excerpt(body []byte) string {
+	const limit = 200
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if len(s) > limit {
+		s = strings.ToValidUTF8(s[:limit], "") + "…"
+	}
+	return s
+}

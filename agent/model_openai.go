@@ -1,0 +1,353 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// OpenAIConfig configures an OpenAIModel. Zero values select the defaults
+// documented on each field.
+type OpenAIConfig struct {
+	// BaseURL of a Chat Completions API, including the version path
+	// ("https://api.openai.com/v1"). Empty means OPENAI_BASE_URL, else the
+	// OpenAI API.
+	BaseURL string
+	// APIKey is sent as a bearer token. Empty means OPENAI_API_KEY; servers
+	// that need no key accept an empty one.
+	APIKey string
+	// RequestTimeout bounds each attempt, response body included; an attempt
+	// that outlives it is abandoned and retried. Zero means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MaxRetries is how many times a failed attempt is retried; zero means
+	// none (DefaultMaxRetries suits unattended runs).
+	MaxRetries int
+	// MaxRetryWait caps the wait before a retry, whether it comes from
+	// backoff or from the server's Retry-After. Zero means
+	// DefaultMaxRetryWait.
+	MaxRetryWait time.Duration
+	// HTTPClient carries the requests; nil means the SDK's default client.
+	HTTPClient *http.Client
+	// UseMaxTokens sends the reply cap as max_tokens instead of
+	// max_completion_tokens, for compatible servers that only know the
+	// older field.
+	UseMaxTokens bool
+	// OnRetry, if set, is called after each failed attempt that will be
+	// retried: attempt counts from 1, err is why it failed (free of the API
+	// key), wait is the pause before the next attempt.
+	OnRetry func(attempt int, err error, wait time.Duration)
+	// Sleep waits between attempts; nil means a timer that stops early when
+	// ctx ends. Tests replace it to avoid real waits.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter turns a backoff into the actual wait; nil keeps half of it and
+	// randomises the rest. It is not applied to a server's Retry-After.
+	Jitter func(d time.Duration) time.Duration
+}
+
+// OpenAIModel is a Model served by an OpenAI Chat Completions endpoint
+// (OpenAI itself or a compatible server). It is safe for concurrent use.
+type OpenAIModel struct {
+	client       openai.Client
+	policy       retryPolicy
+	useMaxTokens bool
+	apiKey       string
+}
+
+var _ Model = (*OpenAIModel)(nil)
+
+// NewOpenAI returns a client for cfg. Explicit config values win over the
+// environment; the SDK's own retries are disabled in favour of the policy
+// described on OpenAIConfig.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAIModel, error) {
+	if cfg.MaxRetries < 0 {
+		return nil, fmt.Errorf("new openai model: max retries %d is negative", cfg.MaxRetries)
+	}
+	if cfg.RequestTimeout < 0 || cfg.MaxRetryWait < 0 {
+		return nil, fmt.Errorf("new openai model: negative timeout or retry wait")
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("new openai model: base URL %q is not an http(s) URL", cfg.BaseURL)
+		}
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	key := cfg.APIKey
+	if key != "" {
+		opts = append(opts, option.WithAPIKey(key))
+	} else {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	m := &OpenAIModel{
+		client:       openai.NewClient(opts...),
+		useMaxTokens: cfg.UseMaxTokens,
+		apiKey:       key,
+	}
+	m.policy = retryPolicy{
+		maxRetries:     cfg.MaxRetries,
+		attemptTimeout: orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
+		maxWait:        orDefault(cfg.MaxRetryWait, DefaultMaxRetryWait),
+		firstWait:      firstRetryWait,
+		jitter:         cfg.Jitter,
+		sleep:          cfg.Sleep,
+		onRetry:        cfg.OnRetry,
+		redact:         m.redact,
+	}
+	if m.policy.jitter == nil {
+		m.policy.jitter = equalJitter
+	}
+	if m.policy.sleep == nil {
+		m.policy.sleep = sleepContext
+	}
+	return m, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Complete implements Model.
+func (m *OpenAIModel) Complete(ctx context.Context, req Request) (Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return Response{}, fmt.Errorf("chat completion: %w", err)
+	}
+	body, err := json.Marshal(params)
+	if err != nil {
+		return Response{}, fmt.Errorf("chat completion: encode request: %w", err)
+	}
+	cc, err := retry(ctx, m.policy, func(actx context.Context) (*openai.ChatCompletion, error) {
+		return m.send(actx, params)
+	})
+	if err != nil {
+		return Response{}, m.redact(fmt.Errorf("chat completion: %w", err))
+	}
+	return response(cc, len(body)), nil
+}
+
+// send makes one attempt and sorts its failure into a *ModelError (the
+// server refused), ErrBadResponse (success status, unusable body) or the
+// transport's error.
+func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+	var raw []byte
+	var res *http.Response
+	_, err := m.client.Chat.Completions.New(ctx, params,
+		option.WithResponseBodyInto(&raw), option.WithResponseInto(&res))
+	if res != nil && res.StatusCode >= 400 {
+		return nil, m.refusal(res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cc openai.ChatCompletion
+	if err := json.Unmarshal(raw, &cc); err != nil {
+		return nil, fmt.Errorf("%w: %v; body starts %q (is the base URL a Chat Completions API?)",
+			ErrBadResponse, err, m.redactText(excerpt(raw)))
+	}
+	if len(cc.Choices) == 0 {
+		return nil, fmt.Errorf("%w: no choices in body starting %q", ErrBadResponse, m.redactText(excerpt(raw)))
+	}
+	return &cc, nil
+}
+
+// refusal turns an HTTP error response into a *ModelError.
+func (m *OpenAIModel) refusal(res *http.Response) *ModelError {
+	var body []byte
+	if res.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	}
+	e := parseErrorBody(body)
+	e.StatusCode = res.StatusCode
+	e.Message = m.redactText(e.Message)
+	e.RetryAfter, e.HasRetryAfter = retryAfter(res.Header, time.Now())
+	e.kind = refusalKind(e)
+	return e
+}
+
+// params maps req onto the SDK's request parameters.
+func (m *OpenAIModel) params(req Request) (openai.ChatCompletionNewParams, error) {
+	if req.Model == "" {
+		return openai.ChatCompletionNewParams{}, errors.New("request names no model")
+	}
+	if len(req.Messages) == 0 {
+		return openai.ChatCompletionNewParams{}, errors.New("request has no messages")
+	}
+	p := openai.ChatCompletionNewParams{Model: req.Model}
+	for i, msg := range req.Messages {
+		wire, err := messageParam(msg)
+		if err != nil {
+			return p, fmt.Errorf("message %d: %w", i, err)
+		}
+		p.Messages = append(p.Messages, wire)
+	}
+	for _, spec := range req.Tools {
+		tool, err := toolParam(spec)
+		if err != nil {
+			return p, fmt.Errorf("tool %q: %w", spec.Name, err)
+		}
+		p.Tools = append(p.Tools, tool)
+	}
+	if req.MaxCompletionTokens > 0 {
+		if m.useMaxTokens {
+			p.MaxTokens = openai.Int(req.MaxCompletionTokens)
+		} else {
+			p.MaxCompletionTokens = openai.Int(req.MaxCompletionTokens)
+		}
+	}
+	if req.Temperature != nil {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
+	return p, nil
+}
+
+func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case RoleSystem:
+		p := openai.ChatCompletionSystemMessageParam{}
+		p.Content.OfString = openai.String(msg.Content)
+		if msg.Name != "" {
+			p.Name = openai.String(msg.Name)
+		}
+		return openai.ChatCompletionMessageParamUnion{OfSystem: &p}, nil
+	case RoleUser:
+		p := openai.ChatCompletionUserMessageParam{}
+		p.Content.OfString = openai.String(msg.Content)
+		if msg.Name != "" {
+			p.Name = openai.String(msg.Name)
+		}
+		return openai.ChatCompletionMessageParamUnion{OfUser: &p}, nil
+	case RoleAssistant:
+		p := openai.ChatCompletionAssistantMessageParam{}
+		// The API wants content unless the message calls tools.
+		if msg.Content != "" || len(msg.ToolCalls) == 0 {
+			p.Content.OfString = openai.String(msg.Content)
+		}
+		for _, call := range msg.ToolCalls {
+			p.ToolCalls = append(p.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: call.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      call.Name,
+						Arguments: call.Arguments,
+					},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &p}, nil
+	case RoleTool:
+		if msg.ToolCallID == "" {
+			return openai.ChatCompletionMessageParamUnion{}, errors.New("tool message answers no tool call id")
+		}
+		return openai.ToolMessage(msg.Content, msg.ToolCallID), nil
+	default:
+		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+	}
+}
+
+func toolParam(spec ToolSpec) (openai.ChatCompletionToolUnionParam, error) {
+	if spec.Name == "" {
+		return openai.ChatCompletionToolUnionParam{}, errors.New("tool has no name")
+	}
+	def := shared.FunctionDefinitionParam{Name: spec.Name}
+	if spec.Description != "" {
+		def.Description = openai.String(spec.Description)
+	}
+	if len(spec.Parameters) > 0 {
+		var schema shared.FunctionParameters
+		if err := json.Unmarshal(spec.Parameters, &schema); err != nil || schema == nil {
+			return openai.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters are not a JSON schema object: %v", err)
+		}
+		def.Parameters = schema
+	}
+	return openai.ChatCompletionFunctionTool(def), nil
+}
+
+// response maps the first choice of cc onto a Response, estimating usage
+// when the server sent none.
+func response(cc *openai.ChatCompletion, requestBytes int) Response {
+	choice := cc.Choices[0]
+	msg := Message{Role: RoleAssistant, Content: choice.Message.Content}
+	if msg.Content == "" && choice.Message.Refusal != "" {
+		msg.Content = choice.Message.Refusal
+	}
+	replyBytes := len(msg.Content)
+	for _, tc := range choice.Message.ToolCalls {
+		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		if tc.Type == "custom" {
+			call.Name, call.Arguments = tc.Custom.Name, tc.Custom.Input
+		}
+		replyBytes += len(call.Name) + len(call.Arguments)
+		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	r := Response{
+		Message:      msg,
+		FinishReason: choice.FinishReason,
+		Usage: Usage{
+			PromptTokens:     cc.Usage.PromptTokens,
+			CachedTokens:     cc.Usage.PromptTokensDetails.CachedTokens,
+			CompletionTokens: cc.Usage.CompletionTokens,
+		},
+		Model: cc.Model,
+		ID:    cc.ID,
+	}
+	if r.Usage.PromptTokens == 0 && r.Usage.CompletionTokens == 0 {
+		r.Usage = Usage{PromptTokens: tokensOf(requestBytes), CompletionTokens: tokensOf(replyBytes)}
+		r.UsageEstimated = true
+	}
+	return r
+}
+
+// tokensOf estimates the tokens in n bytes of text at four bytes a token.
+func tokensOf(n int) int64 { return int64(n+3) / 4 }
+
+// keyLike matches API keys as providers print them, masked or not.
+var keyLike = regexp.MustCompile(`\bsk-[A-Za-z0-9_*.\-]{4,}`)
+
+// redactText removes the configured API key and anything shaped like a key.
+func (m *OpenAIModel) redactText(s string) string {
+	if len(m.apiKey) >= 4 {
+		s = strings.ReplaceAll(s, m.apiKey, "[redacted]")
+	}
+	return keyLike.ReplaceAllString(s, "sk-[redacted]")
+}
+
+// redact returns err with any key removed from its text; errors.Is and
+// errors.As still see the original chain.
+func (m *OpenAIModel) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if clean := m.redactText(text); clean != text {
+		return &redactedError{text: clean, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
