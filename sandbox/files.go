@@ -48,7 +48,7 @@ func (d *Docker) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	case typ == fs.ModeDir:
 		return nil, fmt.Errorf("read %s: %w", p, ErrIsDir)
 	case typ != 0:
-		return nil, fmt.Errorf("read %s: not a regular file", p)
+		return nil, fmt.Errorf("read %s: %w", p, ErrNotRegular)
 	case size > MaxReadSize:
 		return nil, fmt.Errorf("read %s: %w: %d bytes, the limit is %d; read it in parts with a command", p, ErrTooLarge, size, MaxReadSize)
 	}
@@ -80,15 +80,19 @@ func (d *Docker) WriteFile(ctx context.Context, p string, data []byte, mode fs.F
 	if abs == Workdir {
 		return fmt.Errorf("write %s: %w", p, ErrIsDir)
 	}
-	real, err := d.fileHelper(ctx, p, "prepare", Workdir, abs)
+	out, err := d.fileHelper(ctx, p, "prepare", Workdir, abs)
 	if err != nil {
 		return err
 	}
+	oldMode, real, _ := strings.Cut(out, " ")
 	if err := insideWorkdir(p, real); err != nil {
 		return err
 	}
 	if mode&fs.ModePerm == 0 {
 		mode = 0o644
+		if m, err := strconv.ParseUint(oldMode, 8, 32); err == nil {
+			mode = fs.FileMode(m)
+		}
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -173,7 +177,7 @@ func (d *Docker) fileHelper(ctx context.Context, p string, args ...string) (stri
 	case 18:
 		return "", fmt.Errorf("%s %s: resolves to %s through a symlink: %w", op, p, res.Stdout, ErrOutsideWorkspace)
 	case 20:
-		return "", fmt.Errorf("%s %s: not a directory", op, p)
+		return "", fmt.Errorf("%s %s: %w", op, p, ErrNotDir)
 	case 21:
 		return "", fmt.Errorf("%s %s: %w", op, p, ErrIsDir)
 	}

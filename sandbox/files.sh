@@ -4,7 +4,8 @@
 #
 #   stat WORK PATH      prints "MODE_HEX SIZE RESOLVED" for an existing path
 #   prepare WORK PATH   creates the parent directories, checks the file can
-#                       be written, prints the resolved path to write
+#                       be written, prints "MODE_OCTAL RESOLVED" (MODE_OCTAL
+#                       is "-" for a new file)
 #   list WORK DIR DEPTH lists DIR ("MODE_HEX SIZE NAME" lines), DEPTH 1 or 0
 # Exit codes: 2 not found, 13 permission denied, 18 outside the workspace
 # (the resolved path is printed), 20 not a directory, 21 is a directory.
@@ -49,12 +50,14 @@ prepare)
 		mkdir -p -- "$(dirname -- "$f")" 2>/dev/null || exit 13
 	fi
 	[ -d "$f" ] && exit 21
+	m=-
 	if [ -e "$f" ]; then
 		[ -w "$f" ] || exit 13
+		m=$(stat -c %a -- "$f") || exit 13
 	else
 		[ -w "$(dirname -- "$f")" ] || exit 13
 	fi
-	printf '%s' "$f"
+	printf '%s %s' "$m" "$f"
 	;;
 list)
 	[ -e "$3" ] || exit 2

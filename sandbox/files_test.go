@@ -231,3 +231,18 @@ func TestSnapshot(t *testing.T) {
 	}
 	again.Close()
 }
+
+func TestWriteFileKeepsModeWhenAskedTo(t *testing.T) {
+	sb := start(t, sandbox.Config{})
+	ctx := context.Background()
+	output(t, sb, "printf old > run.sh && chmod 750 run.sh")
+	if err := sb.WriteFile(ctx, "run.sh", []byte("new"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.WriteFile(ctx, "fresh.txt", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := output(t, sb, "stat -c '%a %s' run.sh fresh.txt"); got != "750 3\n644 1" {
+		t.Errorf("modes and sizes = %q, want the old mode kept and 644 for a new file", got)
+	}
+}

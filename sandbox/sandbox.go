@@ -31,7 +31,8 @@ type Sandbox interface {
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 
 	// WriteFile writes data (binary-safe) with the given mode, owned by the
-	// sandbox user, creating missing parent directories.
+	// sandbox user, creating missing parent directories. A mode of 0 keeps
+	// the mode of the file it replaces, or 0644 for a new file.
 	WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error
 
 	// ListFiles lists the entries under dir (recursively if asked), sorted,
@@ -102,6 +103,8 @@ const (
 var (
 	ErrNotFound         = errors.New("no such file or directory")
 	ErrIsDir            = errors.New("is a directory")
+	ErrNotDir           = errors.New("not a directory")
+	ErrNotRegular       = errors.New("not a regular file")
 	ErrTooLarge         = errors.New("file too large")
 	ErrOutsideWorkspace = errors.New("path is outside the workspace")
 	ErrStopped          = errors.New("sandbox is stopped")
