@@ -88,10 +88,10 @@ type Request struct {
 
 // Usage counts the tokens of one completion as the server bills them.
 type Usage struct {
-	PromptTokens int64
+	PromptTokens int64 `json:"prompt_tokens"`
 	// CachedTokens is the part of PromptTokens served from the prompt cache.
-	CachedTokens     int64
-	CompletionTokens int64
+	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens"`
 }
 
 // Response is the model's reply to one Request.

@@ -38,6 +38,7 @@ type Server struct {
 	mu       sync.Mutex
 	turns    []Turn
 	next     int
+	repeat   *Turn
 	requests []Request
 	reported bool
 }
@@ -74,6 +75,15 @@ func (s *Server) Add(turns ...Turn) {
 	defer s.mu.Unlock()
 	s.turns = append(s.turns, turns...)
 	s.reported = false
+}
+
+// Forever makes t the answer to every request after the script has run
+// out, for a test that does not know how many calls the client will make
+// (one that ends at a limit, say). It is never reported as unused.
+func (s *Server) Forever(t Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repeat = &t
 }
 
 // Requests returns every request received so far, in arrival order,
@@ -152,6 +162,9 @@ func (s *Server) take() (Turn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next >= len(s.turns) {
+		if s.repeat != nil {
+			return *s.repeat, true
+		}
 		return Turn{}, false
 	}
 	t := s.turns[s.next]

@@ -1,0 +1,138 @@
+// Package agent drives a chat model through tool calls in a sandbox until
+// a task is done, within limits of steps, wall time and money.
+//
+// One history is both the prompt and (through the Trajectory) the record.
+// Limits are checked in one place, before every model call. A command that
+// fails is an observation for the model, not an error; only the sandbox or
+// the model failing ends a run early, and every run ends with a Status.
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/runner-dev/runner/budget"
+)
+
+// Status is how a run ended.
+type Status string
+
+// The statuses a run can end with.
+const (
+	StatusCompleted       Status = "completed"        // the model called complete or stopped calling tools
+	StatusStepLimit       Status = "step_limit"       // MaxSteps model calls were made
+	StatusTimeLimit       Status = "time_limit"       // TimeLimit passed
+	StatusBudgetExhausted Status = "budget_exhausted" // the budget cannot pay another call
+	StatusModelError      Status = "model_error"      // the model API failed, or kept sending malformed calls
+	StatusSandboxError    Status = "sandbox_error"    // the sandbox failed
+	StatusInterrupted     Status = "interrupted"      // the caller's context was cancelled
+)
+
+// Config sets up a run. Model and Price are required; zero values elsewhere
+// select the defaults.
+type Config struct {
+	// Model is the model name sent to the API.
+	Model string
+	// Price of the model; its zero value counts tokens but no money.
+	Price budget.Price
+	// Meter receives every charge; nil means an unlimited meter of its own.
+	// Give the task's meter (whose parent is the run's) for a capped run.
+	Meter *budget.Meter
+	// MaxSteps caps the model calls; default 100.
+	MaxSteps int
+	// TimeLimit caps the run's wall time; default 1h.
+	TimeLimit time.Duration
+	// MaxCompletionTokens is the reply limit asked for, lowered when the
+	// budget cannot pay it; default 8192. MinCompletionTokens is the least
+	// worth calling for; default 256.
+	MaxCompletionTokens int64
+	MinCompletionTokens int64
+	// ContextWindow is the model's context in tokens; default 128000.
+	ContextWindow int64
+	// CompactAt is the fraction of the window at which history is
+	// compacted; default 0.8. NoCompaction turns compaction off.
+	CompactAt    float64
+	NoCompaction bool
+	// KeepRecent is how many of the latest turns compaction leaves
+	// verbatim; default 4.
+	KeepRecent int
+	// MaxToolOutput caps the bytes of one tool result shown to the model;
+	// default 16 KiB (head and tail kept), and never more than an eighth of
+	// the context window.
+	MaxToolOutput int
+	// MaxMalformed ends the run after this many turns in a row whose tool
+	// calls were all malformed; default 3.
+	MaxMalformed int
+	// Network tells the model whether the sandbox has network access.
+	Network bool
+	// Ask answers ask_question interactively; nil runs unattended.
+	Ask func(ctx context.Context, question string) (string, error)
+	// Trajectory records every event; nil records nothing.
+	Trajectory *Trajectory
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Meter == nil {
+		c.Meter, _ = budget.NewMeter(0, nil)
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = 100
+	}
+	if c.TimeLimit <= 0 {
+		c.TimeLimit = time.Hour
+	}
+	if c.MaxCompletionTokens <= 0 {
+		c.MaxCompletionTokens = 8192
+	}
+	if c.MinCompletionTokens <= 0 {
+		c.MinCompletionTokens = 256
+	}
+	c.MinCompletionTokens = min(c.MinCompletionTokens, c.MaxCompletionTokens)
+	if c.ContextWindow <= 0 {
+		c.ContextWindow = 128000
+	}
+	if c.CompactAt <= 0 || c.CompactAt > 1 {
+		c.CompactAt = 0.8
+	}
+	if c.KeepRecent <= 0 {
+		c.KeepRecent = 4
+	}
+	if c.MaxToolOutput <= 0 {
+		c.MaxToolOutput = 16 << 10
+	}
+	// One tool result never takes more than about an eighth of the window,
+	// so that the latest turn always fits.
+	c.MaxToolOutput = min(c.MaxToolOutput, int(c.ContextWindow)*bytesPerToken/8)
+	if c.MaxMalformed <= 0 {
+		c.MaxMalformed = 3
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Task is what the agent is asked to do.
+type Task struct {
+	ID     string
+	Prompt string
+}
+
+// Outcome is how a run (or a continuation of it) ended.
+type Outcome struct {
+	Status Status `json:"status"`
+	// Summary is the model's own account, from complete or its last reply.
+	Summary string `json:"summary,omitempty"`
+	// Error explains a status other than completed.
+	Error string `json:"error,omitempty"`
+	// Steps counts model calls, compaction summaries included.
+	Steps int `json:"steps"`
+	// Questions the model asked with ask_question.
+	Questions []string `json:"questions,omitempty"`
+	// Spend is the task meter's account.
+	Spend budget.Summary `json:"spend"`
+	// Compactions counts how often the history was compacted.
+	Compactions int `json:"compactions,omitempty"`
+}

@@ -1,0 +1,338 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/sandbox"
+)
+
+// Agent works on one task in one sandbox. Run starts the work; Continue
+// resumes it with feedback (a failed check, say) within the same limits.
+// An Agent is not safe for concurrent use.
+type Agent struct {
+	cfg    Config
+	model  Model
+	sb     sandbox.Sandbox
+	task   Task
+	tools  map[string]Tool
+	specs  []ToolSpec
+	system string
+
+	history     []Message
+	start       time.Time
+	steps       int
+	questions   []string
+	malformed   int // malformed tool calls in a row
+	compactions int
+	// known is the exact prompt token count the server reported for
+	// history[:knownLen]; knownLen 0 means none is known.
+	known    int64
+	knownLen int
+}
+
+// New prepares an agent; nothing runs until Run.
+func New(model Model, sb sandbox.Sandbox, task Task, cfg Config) *Agent {
+	cfg = cfg.withDefaults()
+	a := &Agent{cfg: cfg, model: model, sb: sb, task: task, tools: map[string]Tool{}}
+	for _, t := range []Tool{
+		listFiles{}, readFile{}, writeFile{}, editFile{},
+		runCommand{limit: a.timeLeft},
+		askQuestion{ask: cfg.Ask, asked: &a.questions},
+		completeTool{},
+	} {
+		spec := t.Spec()
+		a.tools[spec.Name] = t
+		a.specs = append(a.specs, spec)
+	}
+	a.system = systemPrompt(cfg, a.specs)
+	return a
+}
+
+// Run works on the task until it is complete or a limit is reached.
+func (a *Agent) Run(ctx context.Context) Outcome {
+	a.start = a.cfg.Now()
+	names := make([]string, len(a.specs))
+	for i, s := range a.specs {
+		names[i] = s.Name
+	}
+	a.cfg.Trajectory.Record(Event{Type: EventTask, Text: a.task.Prompt, Tools: names, Model: a.cfg.Model})
+	a.add(Message{Role: RoleSystem, Content: a.system})
+	a.add(Message{Role: RoleUser, Content: taskMessage(a.task)})
+	return a.loop(ctx)
+}
+
+// Continue gives the model feedback on its finished work (for instance a
+// failed check) and lets it work again, within what is left of the limits.
+func (a *Agent) Continue(ctx context.Context, feedback string) Outcome {
+	if a.start.IsZero() {
+		return a.Run(ctx)
+	}
+	a.add(Message{Role: RoleUser, Content: feedback})
+	return a.loop(ctx)
+}
+
+// History returns the current history (compacted, if it was).
+func (a *Agent) History() []Message { return append([]Message(nil), a.history...) }
+
+func (a *Agent) add(m Message) {
+	a.history = append(a.history, m)
+	if m.Role == RoleSystem || m.Role == RoleUser {
+		a.cfg.Trajectory.Record(Event{Type: EventMessage, Step: a.steps, Message: wireMessage(m)})
+	}
+}
+
+func (a *Agent) timeLeft() time.Duration {
+	return a.start.Add(a.cfg.TimeLimit).Sub(a.cfg.Now())
+}
+
+func (a *Agent) loop(parent context.Context) Outcome {
+	ctx, cancel := context.WithDeadline(parent, a.start.Add(a.cfg.TimeLimit))
+	defer cancel()
+	contextRetries := 0
+	for {
+		if err := a.compact(ctx, false); err != nil {
+			return a.finish(parent, err, "")
+		}
+		resp, err := a.call(ctx, a.history, a.specs, a.cfg.MaxCompletionTokens, "")
+		if errors.Is(err, ErrContextLength) && !a.cfg.NoCompaction && contextRetries < 2 {
+			contextRetries++
+			if cerr := a.compact(ctx, true); cerr != nil {
+				return a.finish(parent, cerr, "")
+			}
+			continue
+		}
+		if err != nil {
+			return a.finish(parent, err, "")
+		}
+		contextRetries = 0
+		a.history = append(a.history, resp.Message)
+		if len(resp.Message.ToolCalls) == 0 {
+			if resp.FinishReason == FinishLength {
+				a.malformed++
+				if a.malformed >= a.cfg.MaxMalformed {
+					return a.finish(parent, a.tooManyMalformed(), "")
+				}
+				a.add(Message{Role: RoleUser, Content: "Your reply was cut off at the length limit. Continue, in shorter steps."})
+				continue
+			}
+			return a.finish(parent, nil, resp.Message.Content)
+		}
+		summary, done, err := a.runTools(ctx, resp.Message.ToolCalls, resp.FinishReason == FinishLength)
+		if err != nil {
+			return a.finish(parent, err, "")
+		}
+		if done {
+			return a.finish(parent, nil, summary)
+		}
+	}
+}
+
+// errStepLimit and errTimeLimit end a run at a limit.
+var (
+	errStepLimit = errors.New("step limit reached")
+	errTimeLimit = errors.New("time limit reached")
+)
+
+// admit is the one place where the limits are checked before a model call:
+// steps, wall time and money. It returns the budget reservation to settle.
+func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64) (*budget.Reservation, int64, error) {
+	if a.steps >= a.cfg.MaxSteps {
+		return nil, 0, fmt.Errorf("%w: %d model calls", errStepLimit, a.steps)
+	}
+	if a.timeLeft() <= 0 || ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
+	bound := a.promptBound(msgs, tools)
+	res, err := a.cfg.Meter.Reserve(a.cfg.Price, bound, maxCompletion, a.cfg.MinCompletionTokens)
+	if err != nil {
+		return nil, 0, err
+	}
+	return res, bound, nil
+}
+
+// call makes one model call, reserving its cost first and charging the
+// reported usage after. purpose is "" for a step of the task.
+func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64, purpose string) (Response, error) {
+	res, bound, err := a.admit(ctx, msgs, tools, maxCompletion)
+	if err != nil {
+		return Response{}, err
+	}
+	a.steps++
+	a.cfg.Trajectory.Record(Event{
+		Type: EventRequest, Step: a.steps, Messages: len(msgs), PromptBound: bound,
+		MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: purpose,
+	})
+	begin := a.cfg.Now()
+	resp, err := a.model.Complete(ctx, Request{
+		Model: a.cfg.Model, Messages: msgs, Tools: tools, MaxCompletionTokens: res.CompletionTokens(),
+	})
+	if err != nil {
+		if errors.Is(err, ErrAttemptTimeout) || ctx.Err() != nil {
+			// The server may have billed work it never delivered: charge
+			// the whole reservation rather than risk undercounting.
+			res.Commit(budget.Usage{PromptTokens: bound, CompletionTokens: res.CompletionTokens()})
+		} else {
+			res.Release()
+		}
+		a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: a.steps, Error: err.Error(), Purpose: purpose})
+		return Response{}, err
+	}
+	charged := budget.Usage{
+		PromptTokens: resp.Usage.PromptTokens, CachedTokens: resp.Usage.CachedTokens,
+		CompletionTokens: resp.Usage.CompletionTokens,
+	}
+	if resp.UsageEstimated {
+		// No usage from the server: charge the bounds, which are safe.
+		reply, _ := json.Marshal(wireMessage(resp.Message))
+		charged = budget.Usage{PromptTokens: bound, CompletionTokens: min(res.CompletionTokens(), budget.TokensUpperBound(len(reply)))}
+	} else if purpose == "" {
+		a.known, a.knownLen = resp.Usage.PromptTokens, len(msgs)
+	}
+	overrun := res.Commit(charged)
+	ev := Event{
+		Type: EventResponse, Step: a.steps, Message: wireMessage(resp.Message), FinishReason: resp.FinishReason,
+		Usage: &resp.Usage, UsageEstimated: resp.UsageEstimated, CostUSD: a.cfg.Price.Cost(charged).USD(),
+		Model: resp.Model, LatencyMS: a.cfg.Now().Sub(begin).Milliseconds(), Purpose: purpose,
+	}
+	if overrun != nil {
+		ev.Error = overrun.Error()
+	}
+	a.cfg.Trajectory.Record(ev)
+	return resp, nil
+}
+
+// promptBound bounds the prompt tokens of a request: the exact count last
+// reported for a prefix of it, plus a byte bound for the rest.
+func (a *Agent) promptBound(msgs []Message, tools []ToolSpec) int64 {
+	if a.knownLen > 0 && a.knownLen <= len(msgs) {
+		return a.known + budget.PromptUpperBound(messageSizes(msgs[a.knownLen:])...) - budget.RequestOverhead
+	}
+	sizes := messageSizes(msgs)
+	for _, t := range tools {
+		b, _ := json.Marshal(t)
+		sizes = append(sizes, len(b))
+	}
+	return budget.PromptUpperBound(sizes...)
+}
+
+// messageSizes returns the JSON size of each message, which bounds its
+// tokens (see budget.TokensUpperBound).
+func messageSizes(msgs []Message) []int {
+	sizes := make([]int, len(msgs))
+	for i, m := range msgs {
+		b, _ := json.Marshal(wireMessage(m))
+		sizes[i] = len(b)
+	}
+	return sizes
+}
+
+// runTools runs the calls of one reply in order and appends their results.
+// done is set when the model called complete; err ends the run.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (summary string, done bool, err error) {
+	for _, c := range calls {
+		begin := a.cfg.Now()
+		var out string
+		isErr, malformed := false, false
+		tool, known := a.tools[c.Name]
+		switch {
+		case done:
+			out, isErr = "Not run: the task was already marked complete by an earlier call.", true
+		case cutOff:
+			out, isErr, malformed = "Error: your reply was cut off at the length limit, so this call was not run. "+
+				"Make the call again with shorter arguments (write a large file in parts, for example).", true, true
+		case !known:
+			out, isErr, malformed = fmt.Sprintf("Error: there is no tool %q. The tools are: %s.", c.Name, a.toolNames()), true, true
+		case !json.Valid([]byte(orEmptyObject(c.Arguments))):
+			out, isErr, malformed = "Error: the arguments are not valid JSON; the call was not run. Send a JSON object.", true, true
+		default:
+			var cerr error
+			out, cerr = tool.Call(ctx, a.sb, json.RawMessage(orEmptyObject(c.Arguments)))
+			var argErr *errArgs
+			switch {
+			case ctx.Err() != nil:
+				return "", false, ctx.Err()
+			case errors.Is(cerr, ErrSandbox):
+				return "", false, cerr
+			case errors.As(cerr, &argErr):
+				out, isErr, malformed = "Error: "+argErr.msg+"; the call was not run.", true, true
+			case cerr != nil:
+				out, isErr = "Error: "+cerr.Error(), true
+			case c.Name == completeName:
+				summary, done = out, true
+				out = "Task marked complete."
+			}
+		}
+		if malformed {
+			a.malformed++
+		} else {
+			a.malformed = 0
+		}
+		msg := Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: capOutput(out, a.cfg.MaxToolOutput)}
+		a.history = append(a.history, msg)
+		a.cfg.Trajectory.Record(Event{
+			Type: EventToolResult, Step: a.steps, Message: wireMessage(msg), Tool: c.Name, Arguments: c.Arguments,
+			IsError: isErr, Malformed: malformed, DurationMS: a.cfg.Now().Sub(begin).Milliseconds(),
+		})
+	}
+	if a.malformed >= a.cfg.MaxMalformed && !done {
+		return "", false, a.tooManyMalformed()
+	}
+	return summary, done, nil
+}
+
+func (a *Agent) tooManyMalformed() error {
+	return fmt.Errorf("%w: %d malformed tool calls in a row", errMalformed, a.malformed)
+}
+
+var errMalformed = errors.New("the model keeps sending malformed tool calls")
+
+func (a *Agent) toolNames() string {
+	names := make([]string, len(a.specs))
+	for i, s := range a.specs {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func orEmptyObject(args string) string {
+	if strings.TrimSpace(args) == "" {
+		return "{}"
+	}
+	return args
+}
+
+// finish turns how the loop ended into an Outcome and records it.
+func (a *Agent) finish(parent context.Context, err error, summary string) Outcome {
+	out := Outcome{
+		Status: StatusCompleted, Summary: summary, Steps: a.steps,
+		Questions: append([]string(nil), a.questions...), Compactions: a.compactions,
+	}
+	switch {
+	case err == nil:
+	case parent.Err() != nil:
+		out.Status = StatusInterrupted
+	case errors.Is(err, errStepLimit):
+		out.Status = StatusStepLimit
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errTimeLimit):
+		out.Status = StatusTimeLimit
+		err = fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
+	case errors.Is(err, budget.ErrExhausted):
+		out.Status = StatusBudgetExhausted
+	case errors.Is(err, ErrSandbox):
+		out.Status = StatusSandboxError
+	default:
+		out.Status = StatusModelError
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	out.Spend = a.cfg.Meter.Summary()
+	a.cfg.Trajectory.Record(Event{Type: EventStatus, Step: a.steps, Status: out.Status, Summary: out.Summary, Error: out.Error, Outcome: &out})
+	return out
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/runner-dev/runner/internal/redact"
+)
+
+// Event types of a trajectory.
+const (
+	EventTask       = "task"        // the task and the tools offered
+	EventMessage    = "message"     // a system or user message added to the history
+	EventRequest    = "request"     // a model call about to be made, with its budget reservation
+	EventResponse   = "response"    // the model's reply, usage and cost
+	EventRetry      = "retry"       // a failed attempt of a model call that is retried
+	EventToolResult = "tool_result" // a tool call's result, added to the history
+	EventCompaction = "compaction"  // history compacted
+	EventStatus     = "status"      // the run ended
+	EventCheck      = "check"       // the runner's check command ran
+)
+
+// Event is one JSON Lines record of a trajectory. The sequence of message,
+// response and tool_result events is the full history, compactions
+// notwithstanding.
+type Event struct {
+	Time time.Time `json:"time"`
+	Type string    `json:"type"`
+	Step int       `json:"step,omitempty"`
+
+	Message *WireMessage `json:"message,omitempty"`
+	Tools   []string     `json:"tools,omitempty"`
+
+	// request
+	Messages            int     `json:"messages,omitempty"`
+	PromptBound         int64   `json:"prompt_bound,omitempty"`
+	MaxCompletionTokens int64   `json:"max_completion_tokens,omitempty"`
+	ReservedUSD         float64 `json:"reserved_usd,omitempty"`
+	Purpose             string  `json:"purpose,omitempty"` // "" for a step, "compaction" for a summary
+
+	// response
+	FinishReason   string  `json:"finish_reason,omitempty"`
+	Usage          *Usage  `json:"usage,omitempty"`
+	UsageEstimated bool    `json:"usage_estimated,omitempty"`
+	CostUSD        float64 `json:"cost_usd,omitempty"`
+	Model          string  `json:"model,omitempty"`
+	LatencyMS      int64   `json:"latency_ms,omitempty"`
+
+	// tool_result
+	Tool       string `json:"tool,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+	Malformed  bool   `json:"malformed,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+
+	// compaction
+	Stage          string `json:"stage,omitempty"` // "elide" or "summarize"
+	Replaced       int    `json:"replaced,omitempty"`
+	TokensBefore   int64  `json:"tokens_before,omitempty"`
+	TokensAfter    int64  `json:"tokens_after,omitempty"`
+	ElidedMessages []int  `json:"elided_messages,omitempty"`
+
+	// retry, status, check
+	Attempt int      `json:"attempt,omitempty"`
+	WaitMS  int64    `json:"wait_ms,omitempty"`
+	Status  Status   `json:"status,omitempty"`
+	Summary string   `json:"summary,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
+	Text    string   `json:"text,omitempty"`
+}
+
+// WireMessage is a Message as stored in a trajectory.
+type WireMessage struct {
+	Role       string         `json:"role"`
+	Content    string         `json:"content,omitempty"`
+	ToolCalls  []WireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+}
+
+// WireToolCall is a ToolCall as stored in a trajectory.
+type WireToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func wireMessage(m Message) *WireMessage {
+	w := &WireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	for _, c := range m.ToolCalls {
+		w.ToolCalls = append(w.ToolCalls, WireToolCall(c))
+	}
+	return w
+}
+
+// Message converts back.
+func (w *WireMessage) Message() Message {
+	m := Message{Role: w.Role, Content: w.Content, ToolCallID: w.ToolCallID, Name: w.Name}
+	for _, c := range w.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ToolCall(c))
+	}
+	return m
+}
+
+// Trajectory writes events as JSON Lines, with secrets redacted from every
+// record. It is safe for concurrent use; a nil *Trajectory records nothing.
+type Trajectory struct {
+	mu     sync.Mutex
+	w      io.Writer
+	redact *redact.Redactor
+	err    error
+}
+
+// NewTrajectory writes to w, hiding the given secret values and anything
+// shaped like a credential.
+func NewTrajectory(w io.Writer, secrets ...string) *Trajectory {
+	return &Trajectory{w: w, redact: redact.New(secrets...)}
+}
+
+// Record writes one event. The first write error is kept (see Err) and
+// later events are dropped: a full disk must not stop the agent.
+func (t *Trajectory) Record(e Event) {
+	if t == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // so a secret is stored as written, and found
+	if err := enc.Encode(e); err != nil {
+		return
+	}
+	line := []byte(t.redact.String(buf.String()))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return
+	}
+	_, t.err = t.w.Write(line)
+}
+
+// Err is the first write error, if any.
+func (t *Trajectory) Err() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}

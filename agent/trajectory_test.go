@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/internal/fakellm"
+	"github.com/runner-dev/runner/sandbox"
+)
+
+func events(t *testing.T, traj *bytes.Buffer) []Event {
+	t.Helper()
+	var out []Event
+	sc := bufio.NewScanner(bytes.NewReader(traj.Bytes()))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("trajectory line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// The trajectory keeps every event, with secrets redacted, and replays as
+// a model that drives the same run again.
+func TestTrajectoryRecordsRedactsAndReplays(t *testing.T) {
+	script := []fakellm.Turn{
+		fakellm.ToolCall("run_command", `{"command":"env"}`).WithUsage(900, 30, 0),
+		fakellm.ToolCall("write_file", `{"path":"out.txt","content":"token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}`).WithUsage(1000, 40, 800),
+		fakellm.ToolCall("complete", `{"summary":"done with `+testKey+`"}`).WithUsage(1100, 20, 900),
+	}
+	sb := newMemSandbox(nil)
+	sb.exec = func(string) (sandbox.ExecResult, error) {
+		return sandbox.ExecResult{Output: "OPENAI_API_KEY=" + testKey + "\nHOME=/home/sandbox\n"}, nil
+	}
+	srv := fakellm.New(t, script...)
+	a, traj := newTestAgent(t, srv, sb, Config{})
+	first := a.Run(context.Background())
+	if first.Status != StatusCompleted {
+		t.Fatalf("outcome = %+v", first)
+	}
+	text := traj.String()
+	for _, secret := range []string{testKey, "ghp_abcdefghijklmnopqrstuvwxyz0123456789"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("trajectory contains the secret %q", secret)
+		}
+	}
+	counts := map[string]int{}
+	for _, e := range events(t, traj) {
+		counts[e.Type]++
+	}
+	want := map[string]int{EventTask: 1, EventMessage: 2, EventRequest: 3, EventResponse: 3, EventToolResult: 3, EventStatus: 1}
+	for typ, n := range want {
+		if counts[typ] != n {
+			t.Errorf("%d %s events, want %d (all: %v)", counts[typ], typ, n, counts)
+		}
+	}
+
+	// Replay: the same run, with no server at all.
+	replay, err := ReadReplay(bytes.NewReader(traj.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb2 := newMemSandbox(nil)
+	second := New(replay, sb2, Task{ID: "t1", Prompt: "Fix the typo in README.md."},
+		Config{Model: "gpt-4o-mini", Price: testPrice(t)}).Run(context.Background())
+	if second.Status != first.Status || second.Steps != first.Steps || second.Spend.Usage != first.Spend.Usage {
+		t.Errorf("replayed outcome %+v differs from the recorded %+v", second, first)
+	}
+	if got := sb2.file("out.txt"); !strings.HasPrefix(got, "token ") {
+		t.Errorf("replay did not write out.txt: %q", got)
+	}
+	if _, err := replay.Complete(context.Background(), Request{}); err == nil || !strings.Contains(err.Error(), "all 3 recorded replies were used") {
+		t.Errorf("replay past its end: %v", err)
+	}
+}
+
+// max_completion_tokens is lowered to what the budget can pay, and a reply
+// without usage is charged at the bounds.
+func TestBudgetClampAndMissingUsage(t *testing.T) {
+	price := testPrice(t)
+	meter, _ := budget.NewMeter(0.01, nil)
+	srv := fakellm.New(t,
+		fakellm.ToolCall("run_command", `{"command":"ls"}`).WithoutUsage(),
+		fakellm.ToolCall("complete", `{"summary":"ok"}`).WithUsage(3000, 10, 0),
+	)
+	a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter, MaxCompletionTokens: 100000})
+	out := a.Run(context.Background())
+	if out.Status != StatusCompleted {
+		t.Fatalf("outcome = %+v", out)
+	}
+	reqs := srv.Requests()
+	first := *reqs[0].MaxCompletionTokens
+	if first >= 100000 || first < 256 {
+		t.Errorf("max_completion_tokens = %d; want it clamped below 100000 by a $0.01 budget", first)
+	}
+	// What was held must cover prompt bound + granted completion, and fit the cap.
+	var req Event
+	var resp Event
+	for _, e := range events(t, traj) {
+		if e.Type == EventRequest && req.Type == "" {
+			req = e
+		}
+		if e.Type == EventResponse && resp.Type == "" {
+			resp = e
+		}
+	}
+	if held := price.Bound(req.PromptBound, req.MaxCompletionTokens); held.USD() > 0.01 {
+		t.Errorf("reservation %s passes the cap", held)
+	}
+	if !resp.UsageEstimated {
+		t.Errorf("a reply without usage is not marked estimated in the trajectory")
+	}
+	// The first call is charged its prompt bound: far more than its bytes/4 estimate.
+	if got := out.Spend.Usage.PromptTokens; got < req.PromptBound+3000 {
+		t.Errorf("prompt tokens charged %d, want at least the bound %d plus the second call's 3000", got, req.PromptBound)
+	}
+	if out.Spend.SpentUSD > 0.01 {
+		t.Errorf("spent $%v of $0.01", out.Spend.SpentUSD)
+	}
+}
