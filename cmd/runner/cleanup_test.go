@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/dockertest"
+	"github.com/runner-dev/runner/sandbox"
+)
+
+// deadOwner is the owner record of a process of this host that has exited.
+func deadOwner(t *testing.T) sandbox.Owner {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	return sandbox.Owner{Host: host, PID: cmd.Process.Pid}
+}
+
+// startTestSandbox starts a busybox sandbox of this test process's runs, owned
+// by owner, and removes it at the end of the test if it still exists.
+func startTestSandbox(t *testing.T, task string, owner sandbox.Owner) *sandbox.Docker {
+	t.Helper()
+	e := dockertest.Engine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb, err := e.Start(ctx, sandbox.Config{
+		Image: dockertest.Busybox(t), RunID: dockertest.RunID + "-" + task, TaskID: task, Owner: owner,
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+// containerRunning asks the docker CLI whether container id exists and runs.
+func containerRunning(t *testing.T, id string) (exists, running bool) {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "--format", "{{.State.Running}}", id).Output()
+	if err != nil {
+		return false, false
+	}
+	return true, strings.TrimSpace(string(out)) == "true"
+}
+
+func TestCleanup(t *testing.T) {
+	dead := startTestSandbox(t, "cli-cleanup-dead", deadOwner(t))
+	live := startTestSandbox(t, "cli-cleanup-live", sandbox.Self())
+
+	res := runMain(t, "cleanup", "--dry-run")
+	if res.code != cli.ExitOK {
+		t.Fatalf("cleanup --dry-run: %s", res)
+	}
+	if !strings.Contains(res.stdout, "would remove "+dead.Name()+` (task "cli-cleanup-dead"`) ||
+		!strings.Contains(res.stdout, "owner dead") {
+		t.Errorf("dry run does not list %s as removable:\n%s", dead.Name(), res)
+	}
+	if strings.Contains(res.stdout, live.Name()) {
+		t.Errorf("dry run lists the live sandbox %s:\n%s", live.Name(), res.stdout)
+	}
+	for _, sb := range []*sandbox.Docker{dead, live} {
+		if exists, running := containerRunning(t, sb.ID()); !exists || !running {
+			t.Errorf("after the dry run, %s exists=%v running=%v; want it running", sb.Name(), exists, running)
+		}
+	}
+
+	res = runMain(t, "--json", "cleanup")
+	if res.code != cli.ExitOK {
+		t.Fatalf("cleanup: %s", res)
+	}
+	var rep struct {
+		DryRun  bool           `json:"dry_run"`
+		Removed []leftoverView `json:"removed"`
+		Kept    []leftoverView `json:"kept"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, res.stdout)
+	}
+	find := func(ls []leftoverView, id string) *leftoverView {
+		for i := range ls {
+			if ls[i].ID == id {
+				return &ls[i]
+			}
+		}
+		return nil
+	}
+	if l := find(rep.Removed, dead.ID()); rep.DryRun || l == nil || l.Why != "owner dead" || l.Task != "cli-cleanup-dead" {
+		t.Errorf("cleanup report: dry_run=%v, dead sandbox %+v; want it removed, owner dead", rep.DryRun, l)
+	}
+	if l := find(rep.Kept, live.ID()); l == nil || find(rep.Removed, live.ID()) != nil {
+		t.Errorf("the live sandbox is not reported kept:\n%s", res.stdout)
+	}
+	if exists, _ := containerRunning(t, dead.ID()); exists {
+		t.Errorf("%s still exists after cleanup", dead.Name())
+	}
+	if _, running := containerRunning(t, live.ID()); !running {
+		t.Errorf("cleanup stopped or removed the live sandbox %s", live.Name())
+	}
+}
+
+// wouldRemove sorts containers by the rules of Engine.Cleanup.
+func TestWouldRemove(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	later, earlier := now.Add(time.Hour), now.Add(-time.Second)
+	self := sandbox.Self()
+	dead := deadOwner(t)
+	tests := []struct {
+		name string
+		l    sandbox.Leftover
+		want string // Why; "" for kept
+	}{
+		{"live owner", sandbox.Leftover{Owner: self, Deadline: later, State: "running"}, ""},
+		{"dead owner", sandbox.Leftover{Owner: dead, Deadline: later, State: "running"}, "owner dead"},
+		{"deadline passed, live owner", sandbox.Leftover{Owner: self, Deadline: earlier, State: "exited"}, "deadline passed"},
+		{"other host before its deadline", sandbox.Leftover{Owner: sandbox.Owner{Host: "elsewhere", PID: 1}, Deadline: later, State: "running"}, ""},
+		{"other host after its deadline", sandbox.Leftover{Owner: sandbox.Owner{Host: "elsewhere", PID: 1}, Deadline: earlier, State: "running"}, "deadline passed"},
+		{"damaged labels, stopped", sandbox.Leftover{State: "exited"}, "labels damaged"},
+		{"damaged labels, running", sandbox.Leftover{State: "running"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.l.ID = "c1"
+			rep := wouldRemove([]sandbox.Leftover{tt.l}, now)
+			switch {
+			case tt.want == "" && (len(rep.Kept) != 1 || len(rep.Removed) != 0):
+				t.Errorf("got removed %+v, want kept", rep.Removed)
+			case tt.want != "" && (len(rep.Removed) != 1 || rep.Removed[0].Why != tt.want):
+				t.Errorf("got removed %+v kept %+v, want removed for %q", rep.Removed, rep.Kept, tt.want)
+			}
+		})
+	}
+}

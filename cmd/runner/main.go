@@ -1,0 +1,68 @@
+// Command runner runs an LLM coding agent unattended on a queue of tasks,
+// each in a hardened Docker sandbox, within a USD budget, and leaves each
+// result as a git branch.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/internal/cli"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Main runs the runner command line with args (without the program name)
+// and returns the exit code; see the cli package for their meaning. SIGINT
+// and SIGTERM cancel the command's context; a second one exits at once.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	d := newDeps(stdin, stdout, stderr, os.Getenv)
+	root := newRootCmd(d)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return cli.ExitOK
+	}
+	if errors.Is(context.Cause(ctx), cli.ErrInterrupted) {
+		err = fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
+	}
+	if !d.started {
+		// Cobra refused the command line before any command ran.
+		err = &cli.UsageError{Err: err}
+	}
+	return report(stderr, cmd, err)
+}
+
+// report prints err as `runner: <error>`, then a hint line when one
+// applies, then the usage of cmd for a usage error, and returns the exit
+// code for err.
+func report(w io.Writer, cmd *cobra.Command, err error) int {
+	code := cli.Code(err)
+	var exit *cli.ExitError
+	if errors.As(err, &exit) && exit.Err == nil {
+		return code
+	}
+	msg := strings.TrimSpace(err.Error())
+	if errors.Is(err, cli.ErrInterrupted) {
+		msg = "interrupted"
+	}
+	fmt.Fprintf(w, "runner: %s\n", msg)
+	if hint := cli.Hint(err); hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", hint)
+	}
+	var usage *cli.UsageError
+	if errors.As(err, &usage) && cmd != nil {
+		fmt.Fprintf(w, "\n%s", cmd.UsageString())
+	}
+	return code
+}

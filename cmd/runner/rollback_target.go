@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/tasks"
+)
+
+// rollbackTarget is one branch to delete.
+type rollbackTarget struct {
+	// Tasks whose results name the branch; empty for a direct rollback.
+	Tasks []string
+	// Repo is the repository of the results (a local path or a URL), or
+	// the local repository of a direct rollback.
+	Repo   string
+	Branch string
+	// Pushed: some result says the branch was pushed.
+	Pushed bool
+	// FromResults: the target comes from a run's results, not --repo.
+	FromResults bool
+	// Remote, for a direct rollback, is deleted from before Repo.
+	Remote string
+}
+
+// What became of a target.
+const (
+	actionDeleted     = "deleted"
+	actionWouldDelete = "would_delete"
+	actionSkipped     = "skipped"
+	actionFailed      = "failed"
+)
+
+// rollbackOutcome is what rollback did with one target.
+type rollbackOutcome struct {
+	Tasks  []string `json:"tasks"`
+	Repo   string   `json:"repo"`
+	Branch string   `json:"branch"`
+	// Remote is where the branch was (or would be) deleted remotely.
+	Remote string `json:"remote,omitempty"`
+	Action string `json:"action"`
+	Note   string `json:"note,omitempty"`
+	Error  string `json:"error,omitempty"`
+	err    error
+}
+
+// apply deletes the target's branch, or says what it would delete.
+func (t rollbackTarget) apply(ctx context.Context, auth gitops.Credentials, dryRun bool) rollbackOutcome {
+	o := rollbackOutcome{Tasks: t.Tasks, Repo: t.Repo, Branch: t.Branch, Action: actionDeleted}
+	if o.Tasks == nil {
+		o.Tasks = []string{}
+	}
+	var del func() error
+	switch {
+	case t.FromResults && tasks.IsRemote(t.Repo) && !t.Pushed:
+		o.Action = actionSkipped
+		o.Note = "never pushed: it existed only in the run's temporary clone"
+		return o
+	case t.FromResults && tasks.IsRemote(t.Repo):
+		o.Remote = t.Repo
+		del = func() error { return deleteRemoteBranch(ctx, gitops.RemoteSpec{URL: t.Repo, Auth: auth}, t.Branch) }
+	default:
+		var remote *gitops.RemoteSpec
+		if t.Remote != "" {
+			o.Remote = gitops.RedactURL(t.Remote)
+			remote = &gitops.RemoteSpec{URL: t.Remote, Auth: auth}
+		}
+		if t.FromResults && t.Pushed {
+			o.Note = "it was pushed from this local repository; delete the pushed copy with --repo, --branch and --remote"
+		}
+		del = func() error { return gitops.Rollback(ctx, t.Repo, t.Branch, remote) }
+	}
+	if dryRun {
+		o.Action = actionWouldDelete
+		return o
+	}
+	if err := del(); err != nil {
+		o.Action, o.Error, o.err = actionFailed, err.Error(), err
+	}
+	return o
+}
+
+// deleteRemoteBranch deletes branch from remote only. Rollback works from a
+// local repository; the result branch of a URL repository was made in the
+// run's temporary clone, long gone, so an empty bare repository stands in
+// for it: deleting a remote branch sends no objects.
+func deleteRemoteBranch(ctx context.Context, remote gitops.RemoteSpec, branch string) error {
+	dir, err := os.MkdirTemp("", "runner-rollback-")
+	if err != nil {
+		return fmt.Errorf("rollback %s: %w", branch, err)
+	}
+	defer os.RemoveAll(dir)
+	// HEAD names a branch as unique as the directory, so that it is never
+	// the branch to delete, which Rollback would refuse as checked out.
+	head := plumbing.NewBranchReferenceName(filepath.Base(dir))
+	_, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		Bare: true, InitOptions: git.InitOptions{DefaultBranch: head},
+	})
+	if err != nil {
+		return fmt.Errorf("rollback %s: scratch repository: %w", branch, err)
+	}
+	return gitops.Rollback(ctx, dir, branch, &remote)
+}
+
+func printRollback(opts *rollbackOptions, outcomes []rollbackOutcome) error {
+	p := opts.printer
+	if opts.json {
+		return p.JSON(struct {
+			DryRun   bool              `json:"dry_run"`
+			Branches []rollbackOutcome `json:"branches"`
+		}{opts.dryRun, outcomes})
+	}
+	if len(outcomes) == 0 {
+		p.Line("no branch to delete: no selected task committed anything")
+	}
+	for _, o := range outcomes {
+		what := fmt.Sprintf("branch %s of %s", o.Branch, o.Repo)
+		if o.Remote != "" && o.Remote != o.Repo {
+			what += " and of " + o.Remote
+		}
+		if len(o.Tasks) > 0 {
+			what += fmt.Sprintf(" (%s %s)", pluralWord(len(o.Tasks), "task"), strings.Join(o.Tasks, ", "))
+		}
+		switch o.Action {
+		case actionDeleted:
+			p.Success("deleted %s", what)
+		case actionWouldDelete:
+			p.Line("would delete %s", what)
+		case actionSkipped:
+			p.Line("skipped %s: %s", what, o.Note)
+			continue
+		case actionFailed:
+			p.Problem("could not delete %s: %s", what, o.Error)
+			if hint := cli.Hint(o.err); hint != "" {
+				p.Problem("hint: %s", hint)
+			}
+			continue
+		}
+		if o.Note != "" {
+			p.Warn("%s: %s", o.Branch, o.Note)
+		}
+	}
+	return nil
+}

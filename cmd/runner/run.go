@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/internal/batch"
+	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/tasks"
+)
+
+// runOptions are the flags of `runner run` (and most of `runner exec`).
+type runOptions struct {
+	out         string
+	concurrency int
+	force       bool
+	runBudget   float64
+	model       modelFlags
+	defaults    batch.Defaults
+}
+
+const runLong = `Run every task of a task file (YAML, or JSON Lines for generated queues).
+
+For each task, runner clones the repository at the task's ref, starts a
+sandbox container with the clone in /workspace, lets the agent work there,
+runs the task's check, and commits the result on a new branch (agent/<id> by
+default). Your branch, index and worktree are never touched.
+
+The out directory holds results.jsonl (one line per task) and
+trajectories/ (one JSON Lines file per attempt). Running again with the same
+out directory resumes: finished tasks are skipped, interrupted ones run again.
+
+Exit code 0 when every task succeeded, 1 when one did not, 2 for a usage or
+configuration error (nothing ran), 130 when interrupted.`
+
+func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run the tasks of a task file",
+		Long:  runLong,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.model.complete(d.getenv); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts, args[0])
+			}
+			return runFile(cmd.Context(), d, opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.out, "out", "o", "runner-out", "out `directory` for results.jsonl and trajectories; reuse it to resume")
+	f.IntVarP(&opts.concurrency, "concurrency", "j", 1, "how many tasks run at once")
+	f.BoolVar(&opts.force, "force", false, "overwrite task branches that already exist")
+	f.Float64Var(&opts.runBudget, "run-budget", 0, "USD cap for the whole run, shared by all tasks (0: none)")
+	addTaskDefaultFlags(cmd, &opts.defaults)
+	opts.model.register(cmd)
+	return cmd
+}
+
+// addTaskDefaultFlags adds the flags that fill in what task files leave unset.
+func addTaskDefaultFlags(cmd *cobra.Command, d *batch.Defaults) {
+	f := cmd.Flags()
+	f.StringVar(&d.Image, "image", "", "sandbox image for tasks that name none (default runner-sandbox:latest)")
+	f.Float64Var(&d.BudgetUSD, "budget", 0, "USD cap per task, for tasks that set none (0: none)")
+	f.IntVar(&d.MaxSteps, "max-steps", 100, "model calls per task, for tasks that set none")
+	f.DurationVar(&d.Timeout, "timeout", 30*time.Minute, "wall time per task, for tasks that set none")
+}
+
+// runFile loads a task file and runs it.
+func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error {
+	q, err := tasks.Load(path)
+	if err != nil {
+		return err
+	}
+	return runQueue(ctx, d, opts, q.Tasks, nil)
+}
+
+// runQueue runs tasks with the shared machinery of run and exec, prints
+// progress and the summary, and turns the outcome into an exit code.
+func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task,
+	ask func(context.Context, string) (string, error)) error {
+	prices, err := opts.model.prices()
+	if err != nil {
+		return err
+	}
+	store, err := tasks.OpenStore(opts.out)
+	if err != nil {
+		return configErr(err)
+	}
+	defer store.Close()
+	for _, w := range store.Warnings() {
+		d.printer.Warn("%s", w)
+	}
+	e, err := d.engine(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	// Sandboxes of runs that died (their owner is gone or their deadline
+	// passed) are removed first; those of live runs are left alone.
+	if rep, err := e.Cleanup(ctx); err == nil && len(rep.Removed) > 0 {
+		d.printer.Line("removed %d sandbox container(s) left by runs that are over", len(rep.Removed))
+	}
+
+	opts.defaults.Model = opts.model.name
+	runID := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())
+	progress := newProgress(d.printer, d.globals.json)
+	sum, err := batch.Run(ctx, queue, batch.Options{
+		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: runID,
+		Defaults: opts.defaults, Agent: opts.model.agentConfig(),
+	}, batch.Deps{
+		Store:        store,
+		StartSandbox: sandboxStarter(e),
+		ImageExists:  e.ImageExists,
+		NewModel:     opts.model.factory(),
+		Prices:       prices,
+		GitAuth:      gitAuth(d.getenv),
+		Secrets:      opts.model.secrets(d.getenv, queue),
+		Ask:          ask,
+		Progress:     progress,
+	})
+	// Whatever happened, no sandbox of this run outlives it.
+	if _, cerr := e.RemoveRun(context.WithoutCancel(ctx), runID); cerr != nil {
+		d.printer.Warn("removing the run's sandboxes: %v", cerr)
+	}
+	if err != nil {
+		return configErr(err)
+	}
+	if d.globals.json {
+		if err := d.printer.JSON(sum); err != nil {
+			return err
+		}
+	} else {
+		printSummary(d.printer, sum, opts.out)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return cli.ErrInterrupted
+	case sum.Failed() > 0:
+		return &cli.ExitError{Code: cli.ExitFailure}
+	}
+	return nil
+}
+
+// configErr makes a problem found before anything ran exit with code 2.
+func configErr(err error) error {
+	if errors.Is(err, batch.ErrConfig) || errors.Is(err, tasks.ErrLocked) {
+		return &cli.ExitError{Code: cli.ExitUsage, Err: err}
+	}
+	return err
+}
+
+// printSummary prints one line per task and the run's totals.
+func printSummary(p *cli.Printer, sum batch.Summary, out string) {
+	p.Heading("%-24s %-16s %9s %7s %10s  %s", "TASK", "STATUS", "COST", "STEPS", "TIME", "BRANCH")
+	for _, r := range sum.Results {
+		branch := r.Branch
+		if r.Commit == "" {
+			branch = "-"
+		} else {
+			branch += " " + r.Commit[:min(10, len(r.Commit))]
+		}
+		p.Line("%-24s %-16s %9s %7d %10s  %s", clip(r.ID, 24), r.Status, fmt.Sprintf("$%.4f", r.CostUSD), r.Steps,
+			time.Duration(r.Duration).Round(time.Second), branch)
+	}
+	s := sum.Spend
+	p.Line("")
+	p.Line("%d task(s): %d succeeded, %d not, %d skipped as already finished", len(sum.Results),
+		len(sum.Results)-sum.Failed(), sum.Failed(), sum.Skipped)
+	p.Line("spent $%.4f in %d model call(s): %d tokens in (%d cached), %d out", s.SpentUSD, s.Calls,
+		s.PromptTokens, s.CachedTokens, s.CompletionTokens)
+	p.Line("results: %s/results.jsonl", strings.TrimSuffix(out, "/"))
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/agent"
+	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/tasks"
+)
+
+// modelFlags choose and configure the model endpoint.
+type modelFlags struct {
+	name          string
+	baseURL       string
+	apiKey        string // from the environment only: a flag would show in ps
+	apiKeyEnv     string
+	priceFile     string
+	contextWindow int64
+	compactAt     float64
+	noCompaction  bool
+	maxTokens     int64
+	useMaxTokens  bool
+	timeout       time.Duration
+}
+
+const modelEnvHelp = `
+Model endpoint (any OpenAI-compatible Chat Completions API):
+  --model, RUNNER_MODEL          model name, unless the task file sets one;
+                                 replay:FILE plays back a recorded trajectory
+  --base-url, OPENAI_BASE_URL    API base URL (default https://api.openai.com/v1)
+  OPENAI_API_KEY                 API key (or the variable named by --api-key-env)`
+
+func (m *modelFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVarP(&m.name, "model", "m", "", "model `name` for tasks that name none (default $RUNNER_MODEL)")
+	f.StringVar(&m.baseURL, "base-url", "", "Chat Completions API base `URL` (default $OPENAI_BASE_URL, else OpenAI)")
+	f.StringVar(&m.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
+	f.StringVar(&m.priceFile, "prices", "", "JSON price `file` adding to or overriding the built-in prices")
+	f.Int64Var(&m.contextWindow, "context-window", 128000, "the model's context window in tokens")
+	f.Float64Var(&m.compactAt, "compact-at", 0.8, "compact the history at this fraction of the context window")
+	f.BoolVar(&m.noCompaction, "no-compaction", false, "never compact the history")
+	f.Int64Var(&m.maxTokens, "max-completion-tokens", 8192, "reply limit per model call (lowered to fit the budget)")
+	f.BoolVar(&m.useMaxTokens, "use-max-tokens", false, "send max_tokens instead of max_completion_tokens (older servers)")
+	f.DurationVar(&m.timeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of one model request attempt (retried)")
+	cmd.Long += "\n" + modelEnvHelp
+}
+
+// complete fills in what the environment gives and checks the flags.
+func (m *modelFlags) complete(getenv func(string) string) error {
+	if m.name == "" {
+		m.name = getenv("RUNNER_MODEL")
+	}
+	if m.baseURL == "" {
+		m.baseURL = getenv("OPENAI_BASE_URL")
+	}
+	m.apiKey = getenv(m.apiKeyEnv)
+	if m.compactAt <= 0 || m.compactAt > 1 {
+		return cli.Usagef("--compact-at %v: want a fraction in (0, 1]", m.compactAt)
+	}
+	if m.contextWindow < 1000 {
+		return cli.Usagef("--context-window %d: want at least 1000 tokens", m.contextWindow)
+	}
+	if m.baseURL != "" {
+		if u, err := url.Parse(m.baseURL); err != nil || u.Scheme == "" || u.Host == "" {
+			return cli.Usagef("--base-url %q: want an http(s) URL such as https://api.openai.com/v1", m.baseURL)
+		}
+	}
+	return nil
+}
+
+// prices is the built-in table with the price file's entries on top.
+func (m *modelFlags) prices() (budget.PriceTable, error) {
+	table := budget.DefaultPrices()
+	if m.priceFile == "" {
+		return table, nil
+	}
+	f, err := os.Open(m.priceFile)
+	if err != nil {
+		return table, &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("--prices: %w", err)}
+	}
+	defer f.Close()
+	extra, err := budget.ParsePrices(f)
+	if err == nil {
+		table, err = table.With(extra...)
+	}
+	if err != nil {
+		return table, &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("--prices %s: %w", m.priceFile, err)}
+	}
+	return table, nil
+}
+
+func (m *modelFlags) agentConfig() agent.Config {
+	return agent.Config{
+		ContextWindow: m.contextWindow, CompactAt: m.compactAt, NoCompaction: m.noCompaction,
+		MaxCompletionTokens: m.maxTokens,
+	}
+}
+
+// factory makes each task's model: a replay of a recorded trajectory, or
+// the endpoint, with its retries recorded in the task's trajectory.
+func (m *modelFlags) factory() func(string, *agent.Trajectory) (agent.Model, error) {
+	return func(name string, traj *agent.Trajectory) (agent.Model, error) {
+		if file, ok := strings.CutPrefix(name, "replay:"); ok {
+			return agent.LoadReplay(file)
+		}
+		return agent.NewOpenAI(agent.OpenAIConfig{
+			BaseURL: m.baseURL, APIKey: m.apiKey, RequestTimeout: m.timeout, MaxRetries: agent.DefaultMaxRetries,
+			UseMaxTokens: m.useMaxTokens,
+			OnRetry: func(attempt int, err error, wait time.Duration) {
+				traj.Record(agent.Event{Type: agent.EventRetry, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
+			},
+		})
+	}
+}
+
+// secrets lists the values no trajectory, result or commit may show: the
+// API key, the git token, and credentials inside repository URLs.
+func (m *modelFlags) secrets(getenv func(string) string, queue []tasks.Task) []string {
+	s := []string{m.apiKey, getenv("RUNNER_GIT_TOKEN"), getenv("GITHUB_TOKEN")}
+	for _, t := range queue {
+		if u, err := url.Parse(t.Repo); err == nil && u.User != nil {
+			pass, _ := u.User.Password()
+			s = append(s, u.User.Username(), pass)
+		}
+	}
+	return s
+}
+
+// gitAuth is the token for https remotes.
+func gitAuth(getenv func(string) string) gitops.Credentials {
+	tok := getenv("RUNNER_GIT_TOKEN")
+	if tok == "" {
+		tok = getenv("GITHUB_TOKEN")
+	}
+	return gitops.Credentials{Token: tok}
+}
+
+// sandboxStarter adapts the engine to the batch's need.
+func sandboxStarter(e *sandbox.Engine) func(context.Context, sandbox.Config) (sandbox.Sandbox, error) {
+	return func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
+		return e.Start(ctx, cfg)
+	}
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/tasks"
+)
+
+type validateOptions struct {
+	printer *cli.Printer
+	json    bool
+	files   []string
+}
+
+func newValidateCmd(d *deps, runF func(*validateOptions) error) *cobra.Command {
+	opts := &validateOptions{}
+	return &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Check task files, listing every mistake with its file and line",
+		Long: `Load each task file as a run would and list every problem found, one per
+line, as FILE:LINE:COL: task "ID": MESSAGE. When every file is valid, print a
+one-line summary of each: its tasks, repositories, and the model, image,
+budget and timeout they use ("run default" when the file leaves a value to
+the run's configuration).
+
+Exit code 2 when any file has a problem. With --json, print one JSON
+document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems"}]}.`,
+		Example: "  runner validate tasks.yaml\n  runner validate --json queue.jsonl more.yaml",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
+			if runF != nil {
+				return runF(opts)
+			}
+			return runValidate(opts)
+		},
+	}
+}
+
+// fileCheck is what validate found in one task file.
+type fileCheck struct {
+	File     string        `json:"file"`
+	OK       bool          `json:"ok"`
+	Format   tasks.Format  `json:"format,omitempty"`
+	Tasks    []taskView    `json:"tasks,omitempty"`
+	Problems []problemView `json:"problems,omitempty"`
+	queue    *tasks.Queue
+}
+
+// taskView is a task as --json shows it: what a run will do with it.
+type taskView struct {
+	ID            string  `json:"id"`
+	Line          int     `json:"line"`
+	Repo          string  `json:"repo"`
+	Ref           string  `json:"ref,omitempty"`
+	Branch        string  `json:"branch"`
+	Model         string  `json:"model,omitempty"`
+	Image         string  `json:"image,omitempty"`
+	BudgetUSD     float64 `json:"budget_usd,omitempty"`
+	MaxSteps      int     `json:"max_steps,omitempty"`
+	Timeout       string  `json:"timeout,omitempty"`
+	Check         string  `json:"check,omitempty"`
+	CheckRetries  int     `json:"check_retries,omitempty"`
+	Network       string  `json:"network"`
+	PushOnSuccess bool    `json:"push_on_success"`
+}
+
+// problemView is a tasks.Problem as --json shows it.
+type problemView struct {
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"`
+	Col     int    `json:"col,omitempty"`
+	Task    string `json:"task,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+	text    string
+}
+
+// checkFile loads one task file and reports what it holds or what is wrong
+// with it. A file that cannot be read is one problem.
+func checkFile(path string) fileCheck {
+	fc := fileCheck{File: path}
+	q, err := tasks.Load(path)
+	var invalid *tasks.ValidationError
+	switch {
+	case errors.As(err, &invalid):
+		for _, p := range invalid.Problems {
+			fc.Problems = append(fc.Problems, problemView{
+				File: p.File, Line: p.Line, Col: p.Col, Task: p.TaskID, Field: p.Field, Message: p.Msg, text: p.String(),
+			})
+		}
+		return fc
+	case err != nil:
+		fc.Problems = []problemView{{File: path, Message: err.Error(), text: path + ": " + err.Error()}}
+		return fc
+	}
+	fc.OK, fc.Format, fc.queue = true, q.Format, q
+	for _, t := range q.Tasks {
+		v := taskView{
+			ID: t.ID, Line: t.Source.Line, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, Branch: t.Branch,
+			Model: t.Model, Image: t.Image, BudgetUSD: t.BudgetUSD, MaxSteps: t.MaxSteps,
+			Check: t.Check, CheckRetries: t.CheckRetries, Network: string(t.Network), PushOnSuccess: t.ShouldPush(true),
+		}
+		if t.Timeout > 0 {
+			v.Timeout = shortDuration(t.Timeout)
+		}
+		fc.Tasks = append(fc.Tasks, v)
+	}
+	return fc
+}
+
+func runValidate(opts *validateOptions) error {
+	checks := make([]fileCheck, len(opts.files))
+	bad, problems := 0, 0
+	for i, f := range opts.files {
+		checks[i] = checkFile(f)
+		if !checks[i].OK {
+			bad++
+			problems += len(checks[i].Problems)
+		}
+	}
+	if opts.json {
+		if err := opts.printer.JSON(struct {
+			OK    bool        `json:"ok"`
+			Files []fileCheck `json:"files"`
+		}{bad == 0, checks}); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range checks {
+			if c.OK {
+				opts.printer.Success("%s: %s", c.File, queueSummary(c.queue))
+				continue
+			}
+			for _, p := range c.Problems {
+				opts.printer.Problem("%s", p.text)
+			}
+		}
+	}
+	if bad > 0 {
+		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("%s in %d of %d task %s",
+			plural(problems, "problem"), bad, len(checks), pluralWord(len(checks), "file"))}
+	}
+	return nil
+}
+
+// queueSummary describes a valid queue in one line: its tasks, its repositories,
+// and the settings they use, "run default" standing for a value the file
+// leaves to the run's configuration.
+func queueSummary(q *tasks.Queue) string {
+	var repos, models, images, budgets, timeouts []string
+	for _, t := range q.Tasks {
+		repos = append(repos, tasks.RedactRepo(t.Repo))
+		models = append(models, t.Model)
+		images = append(images, t.Image)
+		b := ""
+		if t.BudgetUSD > 0 {
+			b = fmt.Sprintf("$%.2f", t.BudgetUSD)
+		}
+		budgets = append(budgets, b)
+		d := ""
+		if t.Timeout > 0 {
+			d = shortDuration(t.Timeout)
+		}
+		timeouts = append(timeouts, d)
+	}
+	parts := []string{plural(len(q.Tasks), "task") + " (" + string(q.Format) + ")"}
+	if r := distinct(repos); len(r) == 1 {
+		parts = append(parts, "repo "+r[0])
+	} else {
+		parts = append(parts, plural(len(r), "repo"))
+	}
+	parts = append(parts,
+		setting("model", models), setting("image", images),
+		setting("budget", budgets), setting("timeout", timeouts))
+	return strings.Join(parts, "; ")
+}
+
+// shortDuration writes d as Go does, without the zero units at its end:
+// "30m" for 30m0s, "1h" for 1h0m0s. ParseDuration reads it back.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// setting names the distinct values of one setting across a queue, at most
+// three and a count of the others, the empty value shown as "run default".
+func setting(name string, values []string) string {
+	vs := distinct(values)
+	for i, v := range vs {
+		if v == "" {
+			vs[i] = "run default"
+		}
+	}
+	if n := len(vs); n > 3 {
+		vs = append(vs[:3], fmt.Sprintf("%d more", n-3))
+	}
+	return pluralWord(len(vs), name) + " " + strings.Join(vs, ", ")
+}
+
+// distinct returns the values in order of first appearance, without repeats.
+func distinct(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// plural writes a count and a noun that agrees with it: "1 task", "3 tasks".
+func plural(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, pluralWord(n, noun))
+}
+
+func pluralWord(n int, noun string) string {
+	switch {
+	case n == 1:
+		return noun
+	case strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "s"):
+		return noun + "es"
+	}
+	return noun + "s"
+}

@@ -1,0 +1,293 @@
+// Package batch runs a queue of tasks: for each, a clone, a sandbox, the
+// agent, the check, and a commit on a new branch, N tasks at once, with a
+// result recorded for each and a rerun resuming where a run stopped.
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/runner-dev/runner/agent"
+	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/tasks"
+)
+
+// Defaults apply to every task field its file left unset.
+type Defaults struct {
+	Model        string
+	Image        string
+	BudgetUSD    float64
+	MaxSteps     int
+	Timeout      time.Duration
+	CheckTimeout time.Duration
+}
+
+// Options shape a run.
+type Options struct {
+	// Concurrency is how many tasks run at once; default 1.
+	Concurrency int
+	// RunBudgetUSD caps the whole run; 0 is no run-wide cap.
+	RunBudgetUSD float64
+	// Force lets a task move a branch that already exists.
+	Force bool
+	// RunID labels the run's sandboxes; default a time-based id.
+	RunID    string
+	Defaults Defaults
+	// Agent holds settings passed to every agent (context window,
+	// compaction); its Model, Price, Meter, MaxSteps, TimeLimit, Network,
+	// Ask and Trajectory are set per task.
+	Agent agent.Config
+}
+
+// Deps are what a run needs from the outside world.
+type Deps struct {
+	// Store is the out directory's store, opened (and locked) by the caller.
+	Store *tasks.Store
+	// StartSandbox starts a sandbox (sandbox.Engine.Start, usually).
+	StartSandbox func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error)
+	// ImageExists checks an image before anything runs.
+	ImageExists func(ctx context.Context, image string) (bool, error)
+	// NewModel makes the model of a task; retries it reports go to the
+	// trajectory.
+	NewModel func(model string, traj *agent.Trajectory) (agent.Model, error)
+	// Prices price the models; a model without a price is refused when
+	// there is a budget.
+	Prices budget.PriceTable
+	// GitAuth authenticates clones and pushes of remote repositories.
+	GitAuth gitops.Credentials
+	// Secrets are redacted from trajectories (API keys, tokens).
+	Secrets []string
+	// Ask answers the agent's questions; nil runs unattended.
+	Ask func(ctx context.Context, question string) (string, error)
+	// Progress hears about tasks starting and ending; may be nil.
+	Progress Progress
+	// WorkDir holds the clones; default the system's temporary directory.
+	WorkDir string
+}
+
+// Progress is told about the tasks of a run as they go.
+type Progress interface {
+	Skipped(t tasks.Task, previous tasks.Result)
+	Started(t tasks.Task, attempt int)
+	Finished(t tasks.Task, r tasks.Result)
+}
+
+// Summary is the account of a run.
+type Summary struct {
+	// Results has one entry per task of the queue, in queue order: the
+	// result of this run, or the earlier one for a task that was skipped.
+	Results []tasks.Result
+	Skipped int
+	Spend   budget.Summary
+}
+
+// Failed counts results other than succeeded.
+func (s Summary) Failed() int {
+	n := 0
+	for _, r := range s.Results {
+		if r.Status != tasks.StatusSucceeded {
+			n++
+		}
+	}
+	return n
+}
+
+// ErrConfig marks a problem found before anything ran.
+var ErrConfig = errors.New("configuration error")
+
+// Run runs the queue. It returns an error wrapping ErrConfig when a task
+// cannot run as configured (a missing price, image or model; an existing
+// branch) — found before any task starts. Otherwise every task gets a
+// result, and the error is nil even when tasks failed. When ctx is
+// cancelled no new task starts and running ones end as interrupted.
+func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summary, error) {
+	if opt.Concurrency <= 0 {
+		opt.Concurrency = 1
+	}
+	if opt.RunID == "" {
+		opt.RunID = time.Now().UTC().Format("20060102-150405")
+	}
+	run, err := budget.NewMeter(opt.RunBudgetUSD, nil)
+	if err != nil {
+		return Summary{}, fmt.Errorf("%w: run budget: %w", ErrConfig, err)
+	}
+	plans, err := plan(ctx, queue, opt, deps)
+	if err != nil {
+		return Summary{}, err
+	}
+	if err := os.MkdirAll(filepath.Join(deps.Store.Dir(), "trajectories"), 0o755); err != nil {
+		return Summary{}, fmt.Errorf("create trajectories directory: %w", err)
+	}
+
+	sum := Summary{Results: make([]tasks.Result, len(queue))}
+	var mu sync.Mutex
+	g := new(errgroup.Group)
+	g.SetLimit(opt.Concurrency)
+	for i, p := range plans {
+		if p.skip != nil {
+			sum.Results[i] = *p.skip
+			sum.Skipped++
+			if deps.Progress != nil {
+				deps.Progress.Skipped(p.task, *p.skip)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: tasks.RedactRepo(p.task.Repo),
+				Error: "the run was stopped before this task started"}
+			continue
+		}
+		g.Go(func() error {
+			if ctx.Err() != nil { // stopped while this task waited for a slot
+				mu.Lock()
+				sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: tasks.RedactRepo(p.task.Repo),
+					Error: "the run was stopped before this task started"}
+				mu.Unlock()
+				return nil
+			}
+			r := runTask(ctx, p, run, opt, deps)
+			mu.Lock()
+			sum.Results[i] = r
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Wait()
+	sum.Spend = run.Summary()
+	return sum, nil
+}
+
+// taskPlan is a task with everything resolved before the run starts.
+type taskPlan struct {
+	task  tasks.Task
+	price budget.Price
+	skip  *tasks.Result // set when an earlier run finished the task
+}
+
+// plan applies the defaults and checks every task that will run: its
+// model has a price if it has a budget, its image exists, and its branch
+// is free. All problems are reported at once.
+func plan(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) ([]taskPlan, error) {
+	finished := deps.Store.Finished()
+	var problems []string
+	images := map[string]bool{}
+	plans := make([]taskPlan, len(queue))
+	for i, t := range queue {
+		t = withDefaults(t, opt.Defaults)
+		plans[i].task = t
+		if r, ok := finished[t.ID]; ok {
+			plans[i].skip = &r
+			continue
+		}
+		where := fmt.Sprintf("task %q", t.ID)
+		if t.Source.File != "" {
+			where = fmt.Sprintf("%s:%d: task %q", t.Source.File, t.Source.Line, t.ID)
+		}
+		if t.Model == "" {
+			problems = append(problems, where+": no model: set model in the task file, or --model / RUNNER_MODEL")
+			continue
+		}
+		if !strings.HasPrefix(t.Model, "replay:") {
+			p, err := deps.Prices.Resolve(t.Model, t.BudgetUSD > 0 || opt.RunBudgetUSD > 0)
+			if err != nil {
+				problems = append(problems, where+": "+err.Error())
+			}
+			plans[i].price = p
+		}
+		images[t.Image] = true
+		if !tasks.IsRemote(t.Repo) && !opt.Force {
+			if msg := branchTaken(t, deps.Store); msg != "" {
+				problems = append(problems, where+": "+msg)
+			}
+		}
+	}
+	for image := range images {
+		ok, err := deps.ImageExists(ctx, image)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		case !ok:
+			problems = append(problems, (&sandbox.ImageError{Image: image}).Error())
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w:\n  %s", ErrConfig, strings.Join(problems, "\n  "))
+	}
+	return plans, nil
+}
+
+// branchTaken explains why a task's branch cannot be written, or "".
+// A branch left by an interrupted attempt of the same task is not taken:
+// the task will replace it.
+func branchTaken(t tasks.Task, store *tasks.Store) string {
+	_, msg, found, err := gitops.BranchHead(t.Repo, t.Branch)
+	switch {
+	case err != nil:
+		return err.Error()
+	case !found:
+		return ""
+	case leftByEarlierAttempt(t, msg, store):
+		return ""
+	}
+	return fmt.Sprintf("branch %s already exists in %s; delete it (runner rollback), choose another branch, or pass --force", t.Branch, t.Repo)
+}
+
+// leftByEarlierAttempt recognises a commit this out directory's earlier,
+// interrupted attempt made for the same task.
+func leftByEarlierAttempt(t tasks.Task, message string, store *tasks.Store) bool {
+	interrupted := false
+	for _, id := range store.Interrupted() {
+		interrupted = interrupted || id == t.ID
+	}
+	return interrupted && strings.Contains(message, "\nRunner-Task: "+t.ID+"\n")
+}
+
+func withDefaults(t tasks.Task, d Defaults) tasks.Task {
+	if t.Model == "" {
+		t.Model = d.Model
+	}
+	if t.Image == "" {
+		t.Image = d.Image
+	}
+	if t.Image == "" {
+		t.Image = sandbox.DefaultImage
+	}
+	if t.BudgetUSD == 0 {
+		t.BudgetUSD = d.BudgetUSD
+	}
+	if t.MaxSteps == 0 {
+		t.MaxSteps = d.MaxSteps
+	}
+	if t.Timeout == 0 {
+		t.Timeout = d.Timeout
+	}
+	if t.Timeout == 0 {
+		t.Timeout = 30 * time.Minute
+	}
+	if t.CheckTimeout == 0 {
+		t.CheckTimeout = d.CheckTimeout
+	}
+	if t.CheckTimeout == 0 {
+		t.CheckTimeout = 10 * time.Minute
+	}
+	if t.Branch == "" {
+		t.Branch = "agent/" + t.ID
+	}
+	if !tasks.IsRemote(t.Repo) {
+		// Results and rollback must find the repository from anywhere.
+		if abs, err := filepath.Abs(t.Repo); err == nil {
+			t.Repo = abs
+		}
+	}
+	return t
+}

@@ -1,0 +1,288 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/agent"
+	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/tasks"
+)
+
+// sandboxMargin is how much longer than its task a sandbox may live, to
+// leave time for the check, the snapshot and the commit.
+const sandboxMargin = 15 * time.Minute
+
+// runTask runs one task from clone to recorded result. It never panics out
+// and always records a result, unless the out directory itself fails.
+func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result) {
+	t := p.task
+	res = tasks.Result{ID: t.ID, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, Branch: t.Branch, StartedAt: time.Now().UTC()}
+	attempt, err := deps.Store.Start(t.ID)
+	if err != nil {
+		res.Status, res.Error = tasks.StatusError, err.Error()
+		return res
+	}
+	res.Attempt = attempt
+	if deps.Progress != nil {
+		deps.Progress.Started(t, attempt)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			res.Status, res.Error = tasks.StatusError, fmt.Sprintf("internal error: %v", v)
+		}
+		secrets := redact.New(deps.Secrets...)
+		res.Error, res.Summary = secrets.String(res.Error), secrets.String(res.Summary)
+		res.FinishedAt = time.Now().UTC()
+		res.Duration = tasks.Duration(res.FinishedAt.Sub(res.StartedAt))
+		if err := deps.Store.Record(res); err != nil {
+			res.Error = strings.TrimSpace(res.Error + "; recording the result failed: " + err.Error())
+		}
+		if deps.Progress != nil {
+			deps.Progress.Finished(t, res)
+		}
+	}()
+	// The whole task, clone to commit, has a deadline; the agent's own time
+	// limit ends its work earlier, leaving time for the rest.
+	tctx, cancel := context.WithTimeout(ctx, t.Timeout+sandboxMargin)
+	defer cancel()
+	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stopped: ctx.Err}
+	w.run(tctx, run)
+	return res
+}
+
+// work is the state of one task while it runs.
+type work struct {
+	task tasks.Task
+	plan taskPlan
+	opt  Options
+	deps Deps
+	res  *tasks.Result
+	// stopped reports whether the run (not just this task) was stopped.
+	stopped func() error
+
+	repoPath string // where the branch is written: the user's repo, or the clone of a URL
+	clone    *gitops.Workspace
+	sb       sandbox.Sandbox
+	traj     *agent.Trajectory
+}
+
+func (w *work) fail(status tasks.Status, err error) {
+	w.res.Status, w.res.Error = status, err.Error()
+}
+
+func (w *work) run(ctx context.Context, run *budget.Meter) {
+	t := w.task
+	meter, err := budget.NewMeter(t.BudgetUSD, run)
+	if err != nil {
+		w.fail(tasks.StatusError, err)
+		return
+	}
+	defer func() { w.account(meter) }()
+
+	trajFile, err := os.Create(filepath.Join(w.deps.Store.Dir(), "trajectories", fmt.Sprintf("%s.%d.jsonl", t.ID, w.res.Attempt)))
+	if err != nil {
+		w.fail(tasks.StatusError, fmt.Errorf("create trajectory: %w", err))
+		return
+	}
+	defer trajFile.Close()
+	w.traj = agent.NewTrajectory(trajFile, w.deps.Secrets...)
+
+	// Clone into a private directory, removed at the end.
+	dir, err := os.MkdirTemp(w.deps.WorkDir, "runner-"+t.ID+"-")
+	if err != nil {
+		w.fail(tasks.StatusError, fmt.Errorf("create workspace: %w", err))
+		return
+	}
+	defer os.RemoveAll(dir)
+	w.clone, err = gitops.Clone(ctx, gitops.CloneOptions{URL: t.Repo, Ref: t.Ref, Dir: dir, Depth: 1, Auth: w.deps.GitAuth})
+	if err != nil {
+		w.fail(w.statusOf(ctx, tasks.StatusError), fmt.Errorf("clone: %w", err))
+		return
+	}
+	w.res.Base = w.clone.Base.String()
+	w.repoPath = t.Repo
+	if tasks.IsRemote(t.Repo) {
+		w.repoPath = dir
+	}
+
+	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
+		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
+		Lifetime: t.Timeout + sandboxMargin, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+	})
+	if err != nil {
+		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
+		return
+	}
+	w.sb = sb
+	defer sb.Close(context.WithoutCancel(ctx))
+
+	status, summary, agentErr := w.work(ctx, meter)
+	w.res.Status, w.res.Summary = status, summary
+	if agentErr != "" {
+		w.res.Error = agentErr
+	}
+	if status == tasks.StatusInterrupted || status == tasks.StatusSandboxError {
+		return // nothing trustworthy to commit
+	}
+	w.commit(ctx, meter)
+}
+
+// work runs the agent, then the check with its retries. It returns the
+// task's status and the agent's summary.
+func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, string, string) {
+	t := w.task
+	model, err := w.deps.NewModel(t.Model, w.traj)
+	if err != nil {
+		return tasks.StatusModelError, "", err.Error()
+	}
+	cfg := w.opt.Agent
+	cfg.Model, cfg.Price, cfg.Meter = t.Model, w.plan.price, meter
+	cfg.MaxSteps, cfg.TimeLimit, cfg.Network = t.MaxSteps, t.Timeout, t.Network == tasks.NetworkBridge
+	cfg.Ask, cfg.Trajectory = w.deps.Ask, w.traj
+	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
+	out := a.Run(ctx)
+	for retry := 0; ; retry++ {
+		w.res.Questions = out.Questions
+		w.res.Steps = out.Steps
+		if out.Status != agent.StatusCompleted {
+			return agentStatus(out.Status), out.Summary, out.Error
+		}
+		if t.Check == "" {
+			return tasks.StatusSucceeded, out.Summary, ""
+		}
+		passed, feedback, err := w.check(ctx)
+		switch {
+		case err != nil:
+			return w.statusOf(ctx, tasks.StatusSandboxError), out.Summary, "check: " + err.Error()
+		case passed:
+			return tasks.StatusSucceeded, out.Summary, ""
+		case retry >= t.CheckRetries:
+			return tasks.StatusCheckFailed, out.Summary, "the check failed: " + firstLine(feedback)
+		}
+		out = a.Continue(ctx, feedback)
+	}
+}
+
+// check runs the task's check command in the sandbox.
+func (w *work) check(ctx context.Context) (passed bool, feedback string, err error) {
+	res, err := w.sb.Exec(ctx, w.task.Check, sandbox.ExecOptions{Timeout: w.task.CheckTimeout, MaxOutput: 16 << 10})
+	if err != nil {
+		return false, "", err
+	}
+	passed = res.ExitCode == 0 && !res.TimedOut
+	w.traj.Record(agent.Event{Type: agent.EventCheck, Text: w.task.Check, Status: agent.Status(fmt.Sprint("exit ", res.ExitCode)),
+		Summary: res.Output, IsError: !passed})
+	if passed {
+		return true, "", nil
+	}
+	why := fmt.Sprintf("exited with code %d", res.ExitCode)
+	if res.TimedOut {
+		why = fmt.Sprintf("did not finish within %s", w.task.CheckTimeout)
+	}
+	return false, fmt.Sprintf("The check `%s` %s. Its output:\n\n%s\n\nFix the problem, verify it, then call complete again.",
+		w.task.Check, why, res.Output), nil
+}
+
+// commit copies the workspace out and commits it on the task's branch,
+// then pushes it if the task asks.
+func (w *work) commit(ctx context.Context, meter *budget.Meter) {
+	t := w.task
+	snap, err := w.sb.Snapshot(ctx)
+	if err != nil {
+		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("snapshot: %w", err))
+		return
+	}
+	defer snap.Close()
+	force := w.opt.Force || w.res.Attempt > 1 && w.branchFromEarlierAttempt()
+	w.account(meter)
+	cr, err := gitops.CommitTree(ctx, w.repoPath, w.clone.Base, snap, gitops.CommitOptions{
+		Branch: t.Branch, Message: redact.New(w.deps.Secrets...).String(commitMessage(t, w.res)),
+		Trailers: trailers(t, w.res), Force: force,
+	})
+	if err != nil {
+		w.fail(w.statusOf(ctx, tasks.StatusError), fmt.Errorf("commit: %w", err))
+		return
+	}
+	if cr.NoChanges {
+		w.res.Branch = ""
+		return
+	}
+	w.res.Commit = cr.Hash.String()
+	if t.ShouldPush(w.res.Status == tasks.StatusSucceeded) {
+		err := gitops.Push(ctx, w.repoPath, gitops.RemoteSpec{URL: t.Repo, Auth: w.deps.GitAuth}, t.Branch, w.opt.Force)
+		if err != nil {
+			w.res.Error = strings.TrimSpace(w.res.Error + "; push: " + err.Error())
+			if w.res.Status == tasks.StatusSucceeded {
+				w.res.Status = tasks.StatusError
+			}
+			return
+		}
+		w.res.Pushed = true
+	}
+}
+
+// branchFromEarlierAttempt reports whether the task's branch was left by
+// an earlier attempt of this task in this out directory.
+func (w *work) branchFromEarlierAttempt() bool {
+	_, msg, found, err := gitops.BranchHead(w.repoPath, w.task.Branch)
+	return err == nil && found && strings.Contains(msg, "\nRunner-Task: "+w.task.ID+"\n")
+}
+
+// account copies the meter's totals into the result.
+func (w *work) account(meter *budget.Meter) {
+	s := meter.Summary()
+	w.res.CostUSD = s.SpentUSD
+	w.res.Calls = int(s.Calls)
+	w.res.Tokens = tasks.Tokens{In: s.PromptTokens, Cached: s.CachedTokens, Out: s.CompletionTokens}
+}
+
+// statusOf is interrupted when the run was stopped, time_limit when the
+// task's deadline passed, else fallback.
+func (w *work) statusOf(ctx context.Context, fallback tasks.Status) tasks.Status {
+	switch {
+	case w.stopped() != nil:
+		return tasks.StatusInterrupted
+	case ctx.Err() != nil:
+		return tasks.StatusTimeLimit
+	}
+	return fallback
+}
+
+func agentStatus(s agent.Status) tasks.Status {
+	switch s {
+	case agent.StatusStepLimit:
+		return tasks.StatusStepLimit
+	case agent.StatusTimeLimit:
+		return tasks.StatusTimeLimit
+	case agent.StatusBudgetExhausted:
+		return tasks.StatusBudgetExhausted
+	case agent.StatusModelError:
+		return tasks.StatusModelError
+	case agent.StatusSandboxError:
+		return tasks.StatusSandboxError
+	case agent.StatusInterrupted:
+		return tasks.StatusInterrupted
+	}
+	return tasks.StatusError
+}
+
+func envList(env map[string]string) []string {
+	var out []string
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
