@@ -11,17 +11,11 @@ import (
 	"github.com/runner-dev/runner/sandbox"
 )
 
-// Packages of Dockerfile.sandbox, given to the offline base image so that
-// the build installs nothing.
-var sandboxPackages = []string{"bash", "ca-certificates", "coreutils", "curl", "diffutils", "file", "findutils",
-	"g++", "gcc", "git", "grep", "jq", "less", "libc6-dev", "make", "openssh-client", "patch", "procps",
-	"python3", "sed", "tar", "unzip", "util-linux", "xz-utils"}
-
 // The embedded Dockerfile.sandbox builds on an offline machine from a local
 // Debian base, and the image it makes runs real tools as user 1000.
 func TestBuildSandboxImageFromEmbeddedDockerfile(t *testing.T) {
 	e := dockertest.Engine(t)
-	base := dockertest.Debian(t, sandboxPackages...)
+	base := dockertest.Debian(t, dockertest.SandboxPackages(t)...)
 	tag := "runner-test-sandbox:" + strings.TrimPrefix(base[strings.LastIndex(base, ":")+1:], "bookworm-")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

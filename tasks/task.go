@@ -87,18 +87,18 @@ type Task struct {
 }
 
 // ShouldPush reports whether the result branch of t goes to the remote, given
-// whether the task succeeded. Failed tasks are never pushed. When the file
-// says push: true or false that decides; when unset, a task is pushed only if
-// its repo is remote (a URL), since a local repository already holds the
-// branch.
+// whether the task succeeded. Only a URL repository is pushed to (a local
+// repository already holds the branch). When the file says push: true or
+// false that decides — push: true pushes partial work too, marked as such in
+// its commit; when unset, only a task that succeeded is pushed.
 func (t Task) ShouldPush(succeeded bool) bool {
-	if !succeeded {
+	if !IsRemote(t.Repo) {
 		return false
 	}
 	if t.Push != nil {
 		return *t.Push
 	}
-	return IsRemote(t.Repo)
+	return succeeded
 }
 
 // IsRemote reports whether repo is a URL ("scheme://..." or the scp-like

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -78,20 +79,21 @@ func runnerCmd(t *testing.T, srv *fakellm.Server, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func runRunner(t *testing.T, srv *fakellm.Server, args ...string) cmdResult {
+// runRunner runs the binary to its end; pid identifies its sandboxes.
+func runRunner(t *testing.T, srv *fakellm.Server, args ...string) (res cmdResult, pid int) {
 	t.Helper()
 	cmd := runnerCmd(t, srv, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	res := cmdResult{stdout: stdout.String(), stderr: stderr.String()}
+	res = cmdResult{stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		res.code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return res, cmd.Process.Pid
 }
 
 // sourceRepo makes a repository with files committed on main.
@@ -135,16 +137,32 @@ func byID(rs []tasks.Result) map[string]tasks.Result {
 	return m
 }
 
-// noLeftovers fails when a sandbox container of any runner run remains.
-func noLeftovers(t *testing.T) {
+// noLeftovers fails when a sandbox container of the runner processes pids
+// remains (other tests may run sandboxes of their own meanwhile).
+func noLeftovers(t *testing.T, pids ...int) {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=dev.runner.tool=runner", "--format", "{{.Names}} {{.Status}}").CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker ps: %v: %s", err, out)
+	if left := runnerContainers(t, true, pids...); len(left) > 0 {
+		t.Errorf("docker ps -a lists containers of this test's runs after they ended:\n%s", strings.Join(left, "\n"))
 	}
-	if s := strings.TrimSpace(string(out)); s != "" {
-		t.Errorf("docker ps -a lists runner containers after the run:\n%s", s)
+}
+
+// runnerContainers lists the sandbox containers (all, or running only)
+// owned by the runner processes pids, with the docker CLI.
+func runnerContainers(t *testing.T, all bool, pids ...int) []string {
+	t.Helper()
+	var left []string
+	for _, pid := range pids {
+		args := []string{"ps", "--filter", "label=dev.runner.owner.pid=" + strconv.Itoa(pid), "--format", "{{.Names}} {{.Status}}"}
+		if all {
+			args = append(args, "-a")
+		}
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker ps: %v: %s", err, out)
+		}
+		left = append(left, strings.Fields(strings.ReplaceAll(string(out), " ", "_"))...)
 	}
+	return left
 }
 
 // userRepoUnchanged checks HEAD, worktree and index of the user's repo.

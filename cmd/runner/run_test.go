@@ -57,7 +57,7 @@ tasks:
     check_retries: 1
 `, dockertest.Busybox(t), repoA, repoA, repoB))
 	out := filepath.Join(t.TempDir(), "out")
-	res := runRunner(t, srv, "run", file, "--out", out, "--concurrency", "2")
+	res, pid := runRunner(t, srv, "run", file, "--out", out, "--concurrency", "2")
 	if res.code != cli.ExitOK {
 		t.Fatalf("runner run: %s", res)
 	}
@@ -110,7 +110,7 @@ tasks:
 		}
 		return nil
 	})
-	noLeftovers(t)
+	noLeftovers(t, pid)
 
 	// Rollback deletes the branches and leaves the rest alone.
 	rb := runBinary(t, "rollback", "--out", out, "--all")
@@ -144,7 +144,7 @@ tasks:
     image: %s
 `, repo, budget, dockertest.Busybox(t)))
 	out := filepath.Join(t.TempDir(), "out")
-	res := runRunner(t, srv, "run", file, "--out", out, "--max-completion-tokens", "2000")
+	res, pid := runRunner(t, srv, "run", file, "--out", out, "--max-completion-tokens", "2000")
 	if res.code != cli.ExitFailure {
 		t.Fatalf("runner run: %s", res)
 	}
@@ -160,7 +160,7 @@ tasks:
 		t.Errorf("the partial work is not on the branch: %s", files)
 	}
 	userRepoUnchanged(t, repo, head)
-	noLeftovers(t)
+	noLeftovers(t, pid)
 }
 
 // A run killed with SIGKILL in the middle of a task, run again with the
@@ -209,11 +209,12 @@ tasks:
 	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	killed := cmd.Process.Pid
 	if got := branchList(t, repo); strings.Join(got, " ") != "agent/first main" {
 		t.Errorf("branches after the kill = %v; want only the finished task's", got)
 	}
 
-	res := runRunner(t, srv, "run", file, "--out", out)
+	res, pid := runRunner(t, srv, "run", file, "--out", out)
 	if res.code != cli.ExitOK {
 		t.Fatalf("the resumed run: %s", res)
 	}
@@ -236,7 +237,7 @@ tasks:
 		}
 	}
 	userRepoUnchanged(t, repo, head)
-	noLeftovers(t) // the killed run's container was removed by the second run
+	noLeftovers(t, killed, pid) // the killed run's container was removed by the second run
 }
 
 // Mistakes in the setup are found before anything runs: exit 2, nothing
@@ -251,7 +252,7 @@ tasks:
   - {id: unpriced, repo: %s, prompt: p, model: my-local-model, budget_usd: 1, image: %s}
   - {id: noimage, repo: %s, prompt: p, image: runner-no-such-image:1}
 `, repo, dockertest.Busybox(t), repo, dockertest.Busybox(t), repo))
-	res := runRunner(t, srv, "run", file, "--out", filepath.Join(t.TempDir(), "out"))
+	res, pid := runRunner(t, srv, "run", file, "--out", filepath.Join(t.TempDir(), "out"))
 	if res.code != cli.ExitUsage {
 		t.Fatalf("runner run: %s", res)
 	}
@@ -266,5 +267,94 @@ tasks:
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("%d model calls were made before the configuration was checked", n)
+	}
+	noLeftovers(t, pid)
+}
+
+// SIGTERM (or Ctrl-C): no new task starts, the running one records its
+// state, every container is removed, and the exit code is not zero.
+func TestRunStoppedBySignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			repo, head := sourceRepo(t, map[string]string{"f.txt": "0\n"})
+			var started atomic.Bool
+			srv := fakellm.New(t)
+			srv.Forever(fakellm.Func(func(r fakellm.Request) fakellm.Turn {
+				started.Store(true)
+				return fakellm.ToolCall("run_command", `{"command":"sleep 600"}`).WithUsage(100, 10, 0)
+			}))
+			file := writeTaskFile(t, fmt.Sprintf(`
+defaults: {repo: %s, image: %s}
+tasks:
+  - {id: one, prompt: "Sleep."}
+  - {id: two, prompt: "Sleep too."}
+`, repo, dockertest.Busybox(t)))
+			out := filepath.Join(t.TempDir(), "out")
+			cmd := runnerCmd(t, srv, "run", file, "--out", out)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, time.Minute, "the first command to run", func() bool {
+				return started.Load() && len(runnerContainers(t, false, cmd.Process.Pid)) > 0
+			})
+			time.Sleep(500 * time.Millisecond) // the sleep is running in the sandbox
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				t.Fatalf("runner still running a minute after %s:\n%s", sig, stderr.String())
+			}
+			if code := cmd.ProcessState.ExitCode(); code != cli.ExitInterrupted {
+				t.Errorf("exit code %d, want %d\n%s", code, cli.ExitInterrupted, stderr.String())
+			}
+			rs := readResultLines(t, out)
+			if len(rs) != 1 || rs[0].ID != "one" || rs[0].Status != tasks.StatusInterrupted {
+				t.Errorf("results = %+v; want only task one, interrupted (task two never starts)", rs)
+			}
+			if got := branchList(t, repo); strings.Join(got, " ") != "main" {
+				t.Errorf("branches = %v; an interrupted task commits nothing", got)
+			}
+			userRepoUnchanged(t, repo, head)
+			noLeftovers(t, cmd.Process.Pid)
+		})
+	}
+}
+
+// A task on a URL repository works in a private clone and pushes its branch
+// when it succeeds; rollback deletes the pushed branch.
+func TestRunPushesToRemote(t *testing.T) {
+	src, head := sourceRepo(t, map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	gitCLI(t, filepath.Dir(bare), "clone", "-q", "--bare", src, bare)
+	srv, _ := modelServer(t, map[string][]fakellm.Turn{
+		"remote": {edit("a.txt", "a", "b"), complete("Changed a to b.")},
+	})
+	file := writeTaskFile(t, fmt.Sprintf(`
+tasks:
+  - {id: remote, repo: "file://%s", prompt: "Change the remote file.", image: %s}
+`, bare, dockertest.Busybox(t)))
+	out := filepath.Join(t.TempDir(), "out")
+	res, pid := runRunner(t, srv, "run", file, "--out", out)
+	if res.code != cli.ExitOK {
+		t.Fatalf("runner run: %s", res)
+	}
+	r := readResultLines(t, out)[0]
+	if !r.Pushed || r.Base != head || gitCLI(t, bare, "rev-parse", "agent/remote") != r.Commit {
+		t.Fatalf("result %+v; want the branch pushed to the remote", r)
+	}
+	if got := gitCLI(t, bare, "show", "agent/remote:a.txt"); got != "b" {
+		t.Errorf("a.txt on the pushed branch = %q", got)
+	}
+	noLeftovers(t, pid)
+	if rb := runBinary(t, "rollback", "--out", out, "--all"); rb.code != cli.ExitOK {
+		t.Fatalf("runner rollback: %s", rb)
+	}
+	if got := branchList(t, bare); strings.Join(got, " ") != "main" {
+		t.Errorf("remote branches after rollback = %v", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	runner "github.com/runner-dev/runner"
 	"github.com/runner-dev/runner/sandbox"
 )
 
@@ -138,4 +139,39 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// SandboxPackages are the packages of Dockerfile.sandbox, read from its
+// PACKAGES argument.
+func SandboxPackages(t testing.TB) []string {
+	t.Helper()
+	for _, line := range strings.Split(string(runner.SandboxDockerfile), "\n") {
+		if v, ok := strings.CutPrefix(line, `ARG PACKAGES="`); ok {
+			return strings.Fields(strings.TrimSuffix(v, `"`))
+		}
+	}
+	t.Fatal("Dockerfile.sandbox has no ARG PACKAGES line")
+	return nil
+}
+
+// SandboxImage returns the image built from the embedded Dockerfile.sandbox
+// on a local Debian base that already has its packages, so the build needs
+// no network. It is built once per machine and Dockerfile.
+func SandboxImage(t testing.TB) string {
+	t.Helper()
+	e := Engine(t)
+	base := Debian(t, SandboxPackages(t)...)
+	sum := sha256.Sum256(append([]byte(base), runner.SandboxDockerfile...))
+	tag := "runner-test-sandbox:" + hex.EncodeToString(sum[:6])
+	ensure(t, e, tag, func(ctx context.Context) error {
+		var out bytes.Buffer
+		err := e.BuildImage(ctx, sandbox.BuildOptions{
+			Dockerfile: runner.SandboxDockerfile, Tag: tag, Args: map[string]string{"BASE_IMAGE": base}, Progress: &out,
+		})
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, lastLines(out.String(), 20))
+		}
+		return nil
+	})
+	return tag
 }
