@@ -215,7 +215,7 @@ func TestIsRemoteAndShouldPush(t *testing.T) {
 		{"file:///srv/r.git", nil, true, true, true},
 		{"/src/app", nil, false, true, false},
 		{"./a:b", nil, false, true, false},
-		{"/src/app", &yes, false, true, false}, // a local repository holds the branch already
+		{"/src/app", &yes, false, true, false},       // a local repository holds the branch already
 		{"https://h/r.git", &yes, true, false, true}, // push: true pushes partial work too
 		{"https://h/r.git", &no, true, true, false},
 	}
