@@ -37,7 +37,7 @@ func Busybox(t testing.TB) string {
 	sum := sha256.Sum256(bin)
 	tag := "runner-test-busybox:" + hex.EncodeToString(sum[:6])
 	ensure(t, e, tag, func(ctx context.Context) error {
-		rootfs, err := busyboxRootfs(bin)
+		rootfs, err := busyboxRootfs(bin, nil)
 		if err != nil {
 			return err
 		}
@@ -46,7 +46,41 @@ func Busybox(t testing.TB) string {
 	return tag
 }
 
-func busyboxRootfs(bin []byte) (io.Reader, error) {
+// File is an extra file for BusyboxWith.
+type File struct {
+	Name     string // path in the image, without the leading slash
+	Mode     int64  // permission and set-id bits
+	Uid, Gid int
+	Body     []byte
+}
+
+// BusyboxWith returns the busybox image with extra files added (a set-uid
+// binary, say), built once per machine and content.
+func BusyboxWith(t testing.TB, files ...File) string {
+	t.Helper()
+	e := Engine(t)
+	bin, err := os.ReadFile(BusyboxPath)
+	if err != nil {
+		t.Fatalf("the sandbox tests need a static busybox at %s (apt-get install busybox-static): %v", BusyboxPath, err)
+	}
+	h := sha256.New()
+	h.Write(bin)
+	for _, f := range files {
+		fmt.Fprintf(h, "%s %o %d %d\n", f.Name, f.Mode, f.Uid, f.Gid)
+		h.Write(f.Body)
+	}
+	tag := "runner-test-busybox-plus:" + hex.EncodeToString(h.Sum(nil)[:6])
+	ensure(t, e, tag, func(ctx context.Context) error {
+		rootfs, err := busyboxRootfs(bin, files)
+		if err != nil {
+			return err
+		}
+		return e.ImportImage(ctx, rootfs, tag, "ENV PATH=/bin:/usr/local/bin", "CMD [\"sh\"]")
+	})
+	return tag
+}
+
+func busyboxRootfs(bin []byte, extra []File) (io.Reader, error) {
 	out, err := exec.Command(BusyboxPath, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("list busybox applets: %w", err)
@@ -71,6 +105,10 @@ func busyboxRootfs(bin []byte) (io.Reader, error) {
 	for name, body := range files {
 		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body))})
 		io.WriteString(tw, body)
+	}
+	for _, f := range extra {
+		tw.WriteHeader(&tar.Header{Name: f.Name, Mode: f.Mode, Uid: f.Uid, Gid: f.Gid, Size: int64(len(f.Body)), Format: tar.FormatPAX})
+		tw.Write(f.Body)
 	}
 	return &buf, tw.Close()
 }

@@ -1,0 +1,147 @@
+package sandbox_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/internal/dockertest"
+	"github.com/runner-dev/runner/sandbox"
+)
+
+// The sandbox under attack: what a model talked into anything by the
+// repository it reads would try first. Each attempt must fail inside the
+// container, quickly, and leave the host alone.
+
+// suidProgram prints the effective uid it runs with.
+const suidProgram = `#include <stdio.h>
+#include <unistd.h>
+int main(void) { printf("euid=%d\n", (int)geteuid()); return 0; }
+`
+
+// suidImage is the busybox image plus a set-uid-root program.
+func suidImage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "euid.c")
+	os.WriteFile(src, []byte(suidProgram), 0o644)
+	bin := filepath.Join(dir, "euid")
+	if out, err := exec.Command("gcc", "-static", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("compile the set-uid test program (gcc is needed): %v\n%s", err, out)
+	}
+	body, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dockertest.BusyboxWith(t, dockertest.File{Name: "usr/local/bin/euid", Mode: 0o4755, Body: body})
+}
+
+func TestPrivilegeEscalationFails(t *testing.T) {
+	image := suidImage(t)
+	// The control: without no-new-privileges the program does become root,
+	// so the test below shows the sandbox's setting at work.
+	out, err := exec.Command("docker", "run", "--rm", "-u", "1000:1000", image, "/usr/local/bin/euid").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "euid=0" {
+		t.Fatalf("control run of the set-uid program: %q, %v; want euid=0", out, err)
+	}
+	sb := start(t, sandbox.Config{Image: image})
+	tests := []struct {
+		name, cmd string
+		wantOut   string // a successful escalation would not print this
+	}{
+		{"set-uid binary", "ls -l /usr/local/bin/euid >&2; /usr/local/bin/euid", "euid=1000"},
+		{"mount", "mkdir -p /tmp/m && mount -t tmpfs none /tmp/m && echo MOUNTED", ""},
+		{"remount of /proc", "mount -o remount,rw /proc && echo MOUNTED", ""},
+		{"user namespace", "unshare -r id -u && echo UNSHARED", ""},
+		{"mount namespace", "unshare -m true && echo UNSHARED", ""},
+		{"raw socket", "ping -c 1 -W 1 127.0.0.1 >/dev/null 2>&1 && echo RAW; arping -c1 -I lo 127.0.0.1 >/dev/null 2>&1 && echo RAW; true", ""},
+		{"chown to root", "touch f && chown 0:0 f && echo CHOWNED", ""},
+		{"write /etc", "echo x >> /etc/passwd && echo WROTE", ""},
+		{"read /etc/shadow-like files", "cat /proc/1/environ >/dev/null 2>&1; cat /root/.profile 2>/dev/null && echo READ", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, sb, tt.cmd, sandbox.ExecOptions{Timeout: 20 * time.Second})
+			got := strings.TrimSpace(res.Stdout)
+			if got != tt.wantOut {
+				t.Errorf("stdout = %q, want %q (exit %d, stderr %q)", got, tt.wantOut, res.ExitCode, res.Stderr)
+			}
+		})
+	}
+	if got := output(t, sb, "id -u; grep -c . /proc/self/status >/dev/null; grep CapEff /proc/self/status"); !strings.Contains(got, "1000") || !strings.Contains(got, "0000000000000000") {
+		t.Errorf("identity after the attempts: %q", got)
+	}
+}
+
+// Nothing of the host's environment reaches the sandbox: not its variables,
+// not PID 1's environment.
+func TestNoHostSecretsInSandbox(t *testing.T) {
+	const canary = "sk-host-canary-9f8e7d6c5b4a"
+	t.Setenv("OPENAI_API_KEY", canary)
+	t.Setenv("RUNNER_GIT_TOKEN", canary)
+	sb := start(t, sandbox.Config{})
+	got := output(t, sb, "env; tr '\\0' '\\n' </proc/1/environ; tr '\\0' '\\n' </proc/self/environ; grep -rl "+canary+" /etc /home /workspace /tmp 2>/dev/null || true")
+	if strings.Contains(got, canary) {
+		t.Errorf("the host's secret is visible in the sandbox:\n%s", got)
+	}
+	if !strings.Contains(got, "GIT_TERMINAL_PROMPT=0") {
+		t.Errorf("the probe did not run: %q", got)
+	}
+}
+
+// With the default network (none), every kind of probe fails at once:
+// there is no interface but loopback, so nothing leaves the container.
+func TestNetworkProbesFail(t *testing.T) {
+	sb := start(t, sandbox.Config{})
+	if got := output(t, sb, "cat /proc/net/route | wc -l; ls /sys/class/net"); got != "1\nlo" {
+		t.Fatalf("routes and interfaces = %q; want no route and only lo", got)
+	}
+	probes := map[string]string{
+		"dns":           "nslookup example.com",
+		"tcp":           "nc -w 2 1.1.1.1 443 </dev/null",
+		"http":          "wget -q -T 2 -O - http://example.com/",
+		"metadata":      "wget -q -T 2 -O - http://169.254.169.254/latest/meta-data/",
+		"docker bridge": "nc -w 2 172.17.0.1 2375 </dev/null",
+	}
+	for name, cmd := range probes {
+		t.Run(name, func(t *testing.T) {
+			begin := time.Now()
+			res := run(t, sb, cmd, sandbox.ExecOptions{Timeout: 20 * time.Second})
+			if res.ExitCode == 0 {
+				t.Errorf("%s succeeded: %q", cmd, res.Output)
+			}
+			if took := time.Since(begin); took > 10*time.Second {
+				t.Errorf("%s took %s to fail", cmd, took)
+			}
+		})
+	}
+}
+
+// Interactive programs find no terminal and no input, and return promptly.
+func TestInteractiveTrapsReturn(t *testing.T) {
+	sb := start(t, sandbox.Config{Image: dockertest.SandboxImage(t)})
+	output(t, sb, `git init -q . && for i in $(seq 1 300); do echo "line $i" >> log.txt; done && git add -A && git -c user.name=a -c user.email=a@b commit -qm one`)
+	traps := map[string]string{
+		"stdin read":      "read line; echo got:$line",
+		"cat stdin":       "cat",
+		"python input":    `python3 -c "input('name? ')"`,
+		"password prompt": `python3 -c "import getpass; getpass.getpass()"`,
+		"pager":           "git log -p && less log.txt && more log.txt",
+		"editor":          "git commit --allow-empty",
+		"git credentials": "git ls-remote https://127.0.0.1:9/x.git",
+		"ssh host key":    "ssh -p 9 git@127.0.0.1 true",
+		"sudo":            "sudo true",
+	}
+	for name, cmd := range traps {
+		t.Run(name, func(t *testing.T) {
+			begin := time.Now()
+			res := run(t, sb, cmd, sandbox.ExecOptions{Timeout: 30 * time.Second})
+			if took := time.Since(begin); took > 10*time.Second || res.TimedOut {
+				t.Errorf("%q took %s (timed out %v): it waited for input\n%s", cmd, took, res.TimedOut, res.Output)
+			}
+		})
+	}
+}
