@@ -31,6 +31,7 @@ type modelFlags struct {
 	maxTokens     int64
 	useMaxTokens  bool
 	timeout       time.Duration
+	secretEnv     []string
 }
 
 const modelEnvHelp = `
@@ -52,6 +53,7 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.Int64Var(&m.maxTokens, "max-completion-tokens", 8192, "reply limit per model call (lowered to fit the budget)")
 	f.BoolVar(&m.useMaxTokens, "use-max-tokens", false, "send max_tokens instead of max_completion_tokens (older servers)")
 	f.DurationVar(&m.timeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of one model request attempt (retried)")
+	f.StringSliceVar(&m.secretEnv, "secret-env", nil, "environment `variable` whose value is a secret to hide from trajectories, results and commits (repeatable)")
 	cmd.Long += "\n" + modelEnvHelp
 }
 
@@ -127,6 +129,9 @@ func (m *modelFlags) factory() func(string, *agent.Trajectory) (agent.Model, err
 // API key, the git token, and credentials inside repository URLs.
 func (m *modelFlags) secrets(getenv func(string) string, queue []tasks.Task) []string {
 	s := []string{m.apiKey, getenv("RUNNER_GIT_TOKEN"), getenv("GITHUB_TOKEN")}
+	for _, name := range m.secretEnv {
+		s = append(s, getenv(name))
+	}
 	for _, t := range queue {
 		if u, err := url.Parse(t.Repo); err == nil && u.User != nil {
 			pass, _ := u.User.Password()
