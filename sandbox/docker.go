@@ -139,6 +139,21 @@ func (d *Docker) usable() error {
 	return nil
 }
 
+// closeTimeout bounds Close, retries included.
+const closeTimeout = 45 * time.Second
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // Close removes the container. It is idempotent, and it works with an
 // already cancelled ctx, so it can run from a defer after Ctrl-C.
 func (d *Docker) Close(ctx context.Context) error {
@@ -146,11 +161,21 @@ func (d *Docker) Close(ctx context.Context) error {
 		d.mu.Lock()
 		d.closed = true
 		d.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
-		_, err := d.e.cli.ContainerRemove(ctx, d.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			d.closeErr = d.e.explain("remove sandbox "+d.name, "", err)
+		// A daemon that is restarting refuses connections for a while:
+		// keep trying, so that the container does not outlive its run.
+		wait := 250 * time.Millisecond
+		for {
+			_, err := d.e.cli.ContainerRemove(ctx, d.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			if err == nil || cerrdefs.IsNotFound(err) {
+				return
+			}
+			if !client.IsErrConnectionFailed(err) || sleepCtx(ctx, wait) != nil {
+				d.closeErr = d.e.explain("remove sandbox "+d.name, "", err)
+				return
+			}
+			wait = min(2*wait, 2*time.Second)
 		}
 	})
 	return d.closeErr

@@ -143,6 +143,9 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		printSummary(d.printer, sum, opts.out)
 	}
 	switch {
+	case len(sum.Unrecorded) > 0:
+		return fmt.Errorf("the results of %s could not be written to %s; their branches may exist, and a rerun with the same --out runs them again",
+			strings.Join(sum.Unrecorded, ", "), opts.out)
 	case ctx.Err() != nil:
 		return cli.ErrInterrupted
 	case sum.Failed() > 0:

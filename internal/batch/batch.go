@@ -89,6 +89,9 @@ type Summary struct {
 	Results []tasks.Result
 	Skipped int
 	Spend   budget.Summary
+	// Unrecorded lists the tasks whose result could not be written to the
+	// out directory (a full disk, say); a rerun runs them again.
+	Unrecorded []string `json:"unrecorded,omitempty"`
 }
 
 // Failed counts results other than succeeded.
@@ -155,9 +158,12 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 				mu.Unlock()
 				return nil
 			}
-			r := runTask(ctx, p, run, opt, deps)
+			r, recErr := runTask(ctx, p, run, opt, deps)
 			mu.Lock()
 			sum.Results[i] = r
+			if recErr != nil {
+				sum.Unrecorded = append(sum.Unrecorded, p.task.ID)
+			}
 			mu.Unlock()
 			return nil
 		})

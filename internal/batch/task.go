@@ -22,13 +22,13 @@ const sandboxMargin = 15 * time.Minute
 
 // runTask runs one task from clone to recorded result. It never panics out
 // and always records a result, unless the out directory itself fails.
-func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result) {
+func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result, recordErr error) {
 	t := p.task
 	res = tasks.Result{ID: t.ID, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, Branch: t.Branch, StartedAt: time.Now().UTC()}
 	attempt, err := deps.Store.Start(t.ID)
 	if err != nil {
 		res.Status, res.Error = tasks.StatusError, err.Error()
-		return res
+		return res, err
 	}
 	res.Attempt = attempt
 	if deps.Progress != nil {
@@ -42,8 +42,8 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 		res.Error, res.Summary = secrets.String(res.Error), secrets.String(res.Summary)
 		res.FinishedAt = time.Now().UTC()
 		res.Duration = tasks.Duration(res.FinishedAt.Sub(res.StartedAt))
-		if err := deps.Store.Record(res); err != nil {
-			res.Error = strings.TrimSpace(res.Error + "; recording the result failed: " + err.Error())
+		if recordErr = deps.Store.Record(res); recordErr != nil {
+			res.Error = strings.TrimSpace(res.Error + "; recording the result failed: " + recordErr.Error())
 		}
 		if deps.Progress != nil {
 			deps.Progress.Finished(t, res)
@@ -55,7 +55,7 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 	defer cancel()
 	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stopped: ctx.Err}
 	w.run(tctx, run)
-	return res
+	return res, nil
 }
 
 // work is the state of one task while it runs.
@@ -94,6 +94,11 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	defer trajFile.Close()
 	w.traj = agent.NewTrajectory(trajFile, w.deps.Secrets...)
+	defer func() {
+		if err := w.traj.Err(); err != nil {
+			w.res.Error = strings.TrimPrefix(w.res.Error+"; the trajectory is incomplete: "+err.Error(), "; ")
+		}
+	}()
 
 	// Clone into a private directory, removed at the end.
 	dir, err := os.MkdirTemp(w.deps.WorkDir, "runner-"+t.ID+"-")
@@ -129,9 +134,11 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	if agentErr != "" {
 		w.res.Error = agentErr
 	}
-	if status == tasks.StatusInterrupted || status == tasks.StatusSandboxError {
-		return // nothing trustworthy to commit
+	if status == tasks.StatusInterrupted {
+		return // the user stopped the run: no half-done branch
 	}
+	// Even after a sandbox failure the workspace may still be there (the
+	// daemon hiccuped, the container survived): keep what can be kept.
 	w.commit(ctx, meter)
 }
 
@@ -196,6 +203,10 @@ func (w *work) check(ctx context.Context) (passed bool, feedback string, err err
 func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	t := w.task
 	snap, err := w.sb.Snapshot(ctx)
+	if err != nil && w.res.Status == tasks.StatusSandboxError {
+		w.res.Error += "; nothing committed: the workspace could not be copied out: " + err.Error()
+		return
+	}
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("snapshot: %w", err))
 		return
