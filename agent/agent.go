@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/internal/policy"
 )
 
 // Status is how a run ended.
@@ -65,6 +66,10 @@ type Config struct {
 	MaxMalformed int
 	// Network tells the model whether the sandbox has network access.
 	Network bool
+	// Policy refuses tool calls before they reach the sandbox: writes to
+	// protected paths, denied commands, and whatever its pre-tool hook
+	// refuses. Its zero value refuses nothing.
+	Policy policy.Policy
 	// Ask answers ask_question interactively; nil runs unattended.
 	Ask func(ctx context.Context, question string) (string, error)
 	// Trajectory records every event; nil records nothing.

@@ -237,7 +237,7 @@ func messageSizes(msgs []Message) []int {
 func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (summary string, done bool, err error) {
 	for _, c := range calls {
 		begin := a.cfg.Now()
-		var out string
+		var out, blocked string
 		isErr, malformed := false, false
 		tool, known := a.tools[c.Name]
 		switch {
@@ -251,6 +251,14 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 		case !json.Valid([]byte(orEmptyObject(c.Arguments))):
 			out, isErr, malformed = "Error: the arguments are not valid JSON; the call was not run. Send a JSON object.", true, true
 		default:
+			if blocked = a.refusal(ctx, c); ctx.Err() != nil {
+				return "", false, ctx.Err()
+			}
+			if blocked != "" {
+				out, isErr = "Blocked by the task's policy: "+blocked+". The call was not run; do not retry it, "+
+					"find another way or explain in your summary why the task needs it.", true
+				break
+			}
 			var cerr error
 			out, cerr = tool.Call(ctx, a.sb, json.RawMessage(orEmptyObject(c.Arguments)))
 			var argErr *errArgs
@@ -277,7 +285,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 		a.history = append(a.history, msg)
 		a.cfg.Trajectory.Record(Event{
 			Type: EventToolResult, Step: a.steps, Message: wireMessage(msg), Tool: c.Name, Arguments: c.Arguments,
-			IsError: isErr, Malformed: malformed, DurationMS: a.cfg.Now().Sub(begin).Milliseconds(),
+			IsError: isErr, Malformed: malformed, Blocked: blocked, DurationMS: a.cfg.Now().Sub(begin).Milliseconds(),
 		})
 	}
 	if a.malformed >= a.cfg.MaxMalformed && !done {

@@ -19,13 +19,18 @@ func systemPrompt(cfg Config, tools []ToolSpec) string {
 	for _, t := range tools {
 		names = append(names, t.Name)
 	}
+	protected := ""
+	if len(cfg.Policy.Protected) > 0 {
+		protected = "\n- These paths are protected: " + strings.Join(cfg.Policy.Protected, ", ") + ". Do not change " +
+			"them in any way: the file tools refuse them, and a result that changes them is rejected whole."
+	}
 	return strings.TrimSpace(fmt.Sprintf(`
 You are a software engineer working alone on a task in a repository. Nobody watches you work: act, do not ask for permission.
 
 Environment:
 - The repository is checked out in %s, which is the working directory. Everything you do happens in a disposable Linux container; the changes you leave in %s are what counts.
 - Commands run with sh -c as an unprivileged user, with no stdin and no terminal. Interactive programs, pagers and editors do not wait for input.
-- %s
+- %s%s
 - Your tools: %s.
 
 How to work:
@@ -35,7 +40,7 @@ How to work:
 - When you are done, or if the task cannot be done, call %s with a summary: what you changed and why, how you verified it, and any assumptions or open problems.
 
 Limits: at most %d model calls and %s of wall time for the whole task.`,
-		sandbox.Workdir, sandbox.Workdir, network, strings.Join(names, ", "), completeName, cfg.MaxSteps, cfg.TimeLimit))
+		sandbox.Workdir, sandbox.Workdir, network, protected, strings.Join(names, ", "), completeName, cfg.MaxSteps, cfg.TimeLimit))
 }
 
 // taskMessage is the first user message.

@@ -54,6 +54,7 @@ type Event struct {
 	Arguments  string `json:"arguments,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
 	Malformed  bool   `json:"malformed,omitempty"`
+	Blocked    string `json:"blocked,omitempty"` // why the policy refused the call, which did not run
 	DurationMS int64  `json:"duration_ms,omitempty"`
 
 	// compaction

@@ -35,6 +35,10 @@ type CommitOptions struct {
 	// MaxEntries refuses snapshots with more tar entries, counting those
 	// of the skipped .git directories; DefaultMaxEntries if zero.
 	MaxEntries int
+	// Protected are globs (see wildmatch.MatchPath) of paths the commit
+	// may not add, modify, delete or change the type of: such a snapshot is
+	// refused with a *ProtectedPathError.
+	Protected []string
 }
 
 // ChangeKind says what happened to a path between base and commit.
@@ -115,6 +119,10 @@ type CommitResult struct {
 // Only objects and the branch are written: HEAD, the index, the worktree
 // and the config of the repository are never touched. The branch is
 // created only if absent unless Force; see CommitResult.NoChanges.
+//
+// A snapshot that changes a path matching opts.Protected is refused as a
+// whole with a *ProtectedPathError (errors.Is ErrProtectedPath), before
+// anything is written.
 func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapshot io.Reader, opts CommitOptions) (CommitResult, error) {
 	ref, err := branchRef(opts.Branch)
 	if err != nil {
@@ -159,6 +167,10 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 		return CommitResult{}, err
 	}
 	files := planTree(baseFiles, snap, newIgnoreRules(exclude, snap.ignoreFiles))
+	changes := diffFiles(baseFiles, files)
+	if err := checkProtected(changes, opts.Protected); err != nil {
+		return CommitResult{}, err
+	}
 	if err := writeBlobs(ctx, repo, snap, files); err != nil {
 		return CommitResult{}, err
 	}
@@ -196,7 +208,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := setBranch(repo, ref, hash, opts.Force); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: diffFiles(baseFiles, files)}, nil
+	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes}, nil
 }
 
 // parseSnapshot reads the tar stream, spooling the content of blobs the

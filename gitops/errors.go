@@ -40,6 +40,9 @@ var (
 	ErrInsecureTransport = errors.New("refusing to send credentials over plain http")
 	// ErrPushRejected: the remote refused a non-fast-forward update.
 	ErrPushRejected = errors.New("push rejected")
+	// ErrProtectedPath matches every *ProtectedPathError: CommitTree was
+	// given a snapshot that changes a protected path.
+	ErrProtectedPath = errors.New("changes to protected paths")
 )
 
 // maxListedEntries caps how many offending paths an UnsafeSnapshotError keeps.

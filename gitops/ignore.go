@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/runner-dev/runner/internal/wildmatch"
 )
 
 // ignoreRule is one pattern line of a .gitignore file or of info/exclude.
@@ -140,7 +142,7 @@ func (ig *ignoreRules) excluded(p string, isDir bool) bool {
 		if r.basename {
 			rel = path.Base(rel)
 		}
-		if wildmatch(r.pattern, rel) {
+		if wildmatch.Match(r.pattern, rel) {
 			return !r.negate
 		}
 	}

@@ -87,7 +87,8 @@ func merge(d, s *spec) Task {
 			CPUs:   deref(pick(s.CPUs, d.CPUs)),
 			Pids:   deref(pick(s.Pids, d.Pids)),
 		},
-		Push: pick(s.Push, d.Push),
+		Push:   pick(s.Push, d.Push),
+		Policy: mergePolicy(d, s),
 	}
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID

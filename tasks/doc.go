@@ -20,11 +20,14 @@
 // The keys of a task are id, repo, ref, prompt or prompt_file, branch
 // (default agent/<id>), check, check_retries, check_timeout, image, model,
 // budget_usd, max_steps, timeout, network (none or bridge; default none),
-// limits (memory, cpus, pids), env and push. All but id, prompt, prompt_file
-// and branch may also be set in defaults; limits and env merge key by key.
-// Relative repo paths and prompt files are resolved against the directory of
-// the task file. Durations use Go syntax (30m, 1h30m); memory sizes are
-// binary (512m, 2g).
+// limits (memory, cpus, pids), env, push, and the policy: protected_paths
+// (globs; policy.DefaultProtected when unset, none when []), deny_commands
+// (Go regular expressions), pre_tool_hook (an executable on the host) and
+// hook_timeout. All but id, prompt, prompt_file and branch may also be set
+// in defaults; limits and env merge key by key, the other keys (lists
+// included) are replaced whole. Relative repo paths, prompt files and hooks
+// are resolved against the directory of the task file. Durations use Go
+// syntax (30m, 1h30m); memory sizes are binary (512m, 2g).
 //
 // env is for non-secret values only: whatever is in it can be read, and
 // leaked, by the agent. Values that look like credentials (API keys, GitHub,

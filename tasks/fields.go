@@ -31,6 +31,10 @@ type spec struct {
 	CPUs               *float64
 	Env                map[string]string
 	Push               *bool
+	// Protected is set to an empty list by protected_paths: [].
+	Protected, DenyCommands *[]string
+	Hook                    *string
+	HookTimeout             *time.Duration
 }
 
 // field is one key a task may hold.
@@ -182,6 +186,10 @@ var taskFields = []field{
 			s.Push = &b
 		}
 	}},
+	{"protected_paths", false, decodeProtected},
+	{"deny_commands", false, decodeDenyCommands},
+	{"pre_tool_hook", false, decodeHook},
+	{"hook_timeout", false, decodeHookTimeout},
 }
 
 // limitFields are the keys under limits.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/internal/policy"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -19,6 +21,7 @@ func TestLoadExamples(t *testing.T) {
 		Image: "runner-sandbox:latest", Model: "gpt-4.1-mini", BudgetUSD: 0.5, MaxSteps: 40,
 		Timeout: 30 * time.Minute, Check: "go test ./...", CheckRetries: 1, CheckTimeout: 5 * time.Minute,
 		Network: NetworkNone, Limits: Limits{Memory: 2 * gib, CPUs: 2, Pids: 512}, Env: yamlEnv,
+		Policy: policy.Policy{Protected: policy.DefaultProtected},
 	}
 	with := func(base Task, edit func(*Task)) Task {
 		base.Env = map[string]string{}
@@ -29,7 +32,7 @@ func TestLoadExamples(t *testing.T) {
 		return base
 	}
 	cli := Task{Repo: "git@github.com:example/cli.git", Model: "gpt-4.1-mini", Timeout: 20 * time.Minute,
-		Network: NetworkNone, Limits: Limits{Memory: gib}}
+		Network: NetworkNone, Limits: Limits{Memory: gib}, Policy: policy.Policy{Protected: policy.DefaultProtected}}
 
 	tests := []struct {
 		file   string

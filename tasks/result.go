@@ -25,6 +25,9 @@ const (
 	StatusModelError Status = "model_error"
 	// StatusSandboxError: the container engine failed.
 	StatusSandboxError Status = "sandbox_error"
+	// StatusPolicyViolation: the work changed a protected path (through a
+	// command: the file tools refuse them), so it was not committed.
+	StatusPolicyViolation Status = "policy_violation"
 	// StatusError: any other failure (clone, commit, push...).
 	StatusError Status = "error"
 	// StatusInterrupted: the run was stopped before the task ended. It is
@@ -35,7 +38,7 @@ const (
 var statuses = map[Status]bool{
 	StatusSucceeded: true, StatusCheckFailed: true, StatusBudgetExhausted: true,
 	StatusStepLimit: true, StatusTimeLimit: true, StatusModelError: true,
-	StatusSandboxError: true, StatusError: true, StatusInterrupted: true,
+	StatusSandboxError: true, StatusPolicyViolation: true, StatusError: true, StatusInterrupted: true,
 }
 
 // Valid reports whether s is one of the statuses above.

@@ -3,6 +3,8 @@ package tasks
 import (
 	"strings"
 	"time"
+
+	"github.com/runner-dev/runner/internal/policy"
 )
 
 // Network is the network mode of a task's sandbox.
@@ -82,6 +84,12 @@ type Task struct {
 	Env map[string]string
 	// Push is nil when the file leaves it unset; see ShouldPush.
 	Push *bool
+	// Policy is what the agent may not do: protected_paths (default
+	// policy.DefaultProtected; [] for none), deny_commands, pre_tool_hook
+	// (an absolute path, resolved against the task file's directory and
+	// checked to be executable) and hook_timeout. Each key set on the task
+	// replaces the defaults' value.
+	Policy policy.Policy
 	// Source is where the task was written.
 	Source Source
 }

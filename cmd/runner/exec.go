@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/policy"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -43,6 +44,9 @@ func newExecCmd(d *deps, runF func(context.Context, *execOptions, string) error)
 			if err := opts.model.complete(d.getenv); err != nil {
 				return err
 			}
+			if err := opts.policy.complete(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts, args[0])
 			}
@@ -64,6 +68,7 @@ func newExecCmd(d *deps, runF func(context.Context, *execOptions, string) error)
 	opts.concurrency = 1
 	addTaskDefaultFlags(cmd, &opts.defaults)
 	opts.model.register(cmd)
+	opts.policy.register(cmd)
 	cmd.MarkFlagRequired("repo")
 	return cmd
 }
@@ -101,6 +106,7 @@ func execTask(ctx context.Context, d *deps, opts *execOptions, prompt string) er
 	t := tasks.Task{
 		ID: id, Repo: repo, Ref: opts.ref, Prompt: prompt, Branch: branch, Check: opts.check,
 		CheckRetries: opts.checkRetries, Network: tasks.Network(opts.network),
+		Policy: policy.Policy{Protected: policy.DefaultProtected},
 	}
 	var ask func(context.Context, string) (string, error)
 	if cli.IsTerminal(d.stdout) && isTerminalReader(d.stdin) {

@@ -22,6 +22,7 @@ type runOptions struct {
 	force       bool
 	runBudget   float64
 	model       modelFlags
+	policy      policyFlags
 	defaults    batch.Defaults
 }
 
@@ -50,6 +51,9 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 			if err := opts.model.complete(d.getenv); err != nil {
 				return err
 			}
+			if err := opts.policy.complete(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts, args[0])
 			}
@@ -63,6 +67,7 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 	f.Float64Var(&opts.runBudget, "run-budget", 0, "USD cap for the whole run, shared by all tasks (0: none)")
 	addTaskDefaultFlags(cmd, &opts.defaults)
 	opts.model.register(cmd)
+	opts.policy.register(cmd)
 	return cmd
 }
 
@@ -116,7 +121,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	progress := newProgress(d.printer, d.globals.json)
 	sum, err := batch.Run(ctx, queue, batch.Options{
 		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: runID,
-		Defaults: opts.defaults, Agent: opts.model.agentConfig(),
+		Defaults: opts.defaults, Agent: opts.model.agentConfig(), Policy: opts.policy.policy,
 	}, batch.Deps{
 		Store:        store,
 		StartSandbox: sandboxStarter(e),

@@ -18,6 +18,7 @@ import (
 	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/policy"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
 )
@@ -45,8 +46,11 @@ type Options struct {
 	Defaults Defaults
 	// Agent holds settings passed to every agent (context window,
 	// compaction); its Model, Price, Meter, MaxSteps, TimeLimit, Network,
-	// Ask and Trajectory are set per task.
+	// Policy, Ask and Trajectory are set per task.
 	Agent agent.Config
+	// Policy adds to every task's policy: its protected paths and deny
+	// rules are added to the task's, its hook applies to tasks with none.
+	Policy policy.Policy
 }
 
 // Deps are what a run needs from the outside world.
@@ -190,6 +194,7 @@ func plan(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) ([]ta
 	plans := make([]taskPlan, len(queue))
 	for i, t := range queue {
 		t = withDefaults(t, opt.Defaults)
+		t.Policy = withPolicy(t.Policy, opt.Policy)
 		plans[i].task = t
 		if r, ok := finished[t.ID]; ok {
 			plans[i].skip = &r

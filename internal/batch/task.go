@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,7 +154,7 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 	cfg := w.opt.Agent
 	cfg.Model, cfg.Price, cfg.Meter = t.Model, w.plan.price, meter
 	cfg.MaxSteps, cfg.TimeLimit, cfg.Network = t.MaxSteps, t.Timeout, t.Network == tasks.NetworkBridge
-	cfg.Ask, cfg.Trajectory = w.deps.Ask, w.traj
+	cfg.Ask, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.traj, t.Policy
 	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
 	out := a.Run(ctx)
 	for retry := 0; ; retry++ {
@@ -216,9 +217,13 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	w.account(meter)
 	cr, err := gitops.CommitTree(ctx, w.repoPath, w.clone.Base, snap, gitops.CommitOptions{
 		Branch: t.Branch, Message: redact.New(w.deps.Secrets...).String(commitMessage(t, w.res)),
-		Trailers: trailers(t, w.res), Force: force,
+		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, gitops.ErrProtectedPath):
+		w.fail(tasks.StatusPolicyViolation, fmt.Errorf("not committed: %w", err))
+		return
+	case err != nil:
 		w.fail(w.statusOf(ctx, tasks.StatusError), fmt.Errorf("commit: %w", err))
 		return
 	}

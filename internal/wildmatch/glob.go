@@ -1,7 +1,10 @@
-package gitops
+// Package wildmatch matches slash-separated paths against git-style globs:
+// git's wildmatch with its pathname rules (Match), and the placement rules
+// of .gitignore patterns on top of it (MatchPath).
+package wildmatch
 
-// wildmatch reports whether text, a slash-separated path, matches a
-// gitignore glob with git's pathname rules:
+// Match reports whether text, a slash-separated path, matches the glob
+// pattern with git's pathname rules (wildmatch with WM_PATHNAME):
 //
 //   - '*' and '?' never match '/'; '?' matches one byte;
 //   - "[...]" is a byte class ("[!...]" or "[^...]" negates it; ranges,
@@ -14,7 +17,7 @@ package gitops
 //
 // Failed (pattern, text) positions are remembered, so the cost stays
 // proportional to len(pattern)*len(text) whatever the number of stars.
-func wildmatch(pattern, text string) bool {
+func Match(pattern, text string) bool {
 	m := wildMatcher{p: pattern, t: text}
 	return m.match(0, 0)
 }
