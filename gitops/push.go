@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -89,4 +91,25 @@ func pushRefSpec(ctx context.Context, repo *git.Repository, remote RemoteSpec, s
 		err = fmt.Errorf("push %s to %s: %w", spec, acc.url, err)
 	}
 	return scrub(err, acc.secrets...)
+}
+
+// DeleteRemoteBranch deletes branch from a remote only, for a result branch
+// that was made in a temporary clone long gone: an empty scratch repository
+// stands in for it, since deleting a remote branch sends no objects.
+func DeleteRemoteBranch(ctx context.Context, remote RemoteSpec, branch string) error {
+	dir, err := os.MkdirTemp("", "runner-rollback-")
+	if err != nil {
+		return fmt.Errorf("rollback %s: %w", branch, err)
+	}
+	defer os.RemoveAll(dir)
+	// HEAD names a branch as unique as the directory, so that it is never
+	// the branch to delete, which Rollback would refuse as checked out.
+	head := plumbing.NewBranchReferenceName(filepath.Base(dir))
+	_, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		Bare: true, InitOptions: git.InitOptions{DefaultBranch: head},
+	})
+	if err != nil {
+		return fmt.Errorf("rollback %s: scratch repository: %w", branch, err)
+	}
+	return Rollback(ctx, dir, branch, &remote)
 }

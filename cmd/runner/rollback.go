@@ -193,6 +193,7 @@ func planRollback(results []tasks.Result, ids []string) ([]rollbackTarget, error
 			t.Tasks = append(t.Tasks, r.ID)
 		}
 		t.Pushed = t.Pushed || r.Pushed
+		t.Commit = r.Commit // results are in the order they were written
 	}
 	return plan, nil
 }

@@ -3,12 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/runner-dev/runner/gitops"
 	"github.com/runner-dev/runner/internal/cli"
@@ -29,6 +24,9 @@ type rollbackTarget struct {
 	FromResults bool
 	// Remote, for a direct rollback, is deleted from before Repo.
 	Remote string
+	// Commit is where the run left the branch (the latest result's);
+	// a local branch that has moved since is not deleted.
+	Commit string
 }
 
 // What became of a target.
@@ -66,15 +64,21 @@ func (t rollbackTarget) apply(ctx context.Context, auth gitops.Credentials, dryR
 		return o
 	case t.FromResults && tasks.IsRemote(t.Repo):
 		o.Remote = t.Repo
-		del = func() error { return deleteRemoteBranch(ctx, gitops.RemoteSpec{URL: t.Repo, Auth: auth}, t.Branch) }
+		del = func() error { return gitops.DeleteRemoteBranch(ctx, gitops.RemoteSpec{URL: t.Repo, Auth: auth}, t.Branch) }
 	default:
 		var remote *gitops.RemoteSpec
 		if t.Remote != "" {
 			o.Remote = gitops.RedactURL(t.Remote)
 			remote = &gitops.RemoteSpec{URL: t.Remote, Auth: auth}
 		}
-		if t.FromResults && t.Pushed {
-			o.Note = "it was pushed from this local repository; delete the pushed copy with --repo, --branch and --remote"
+		if t.FromResults && t.Commit != "" {
+			head, _, found, err := gitops.BranchHead(t.Repo, t.Branch)
+			if err == nil && found && head.String() != t.Commit {
+				o.Action = actionSkipped
+				o.Note = fmt.Sprintf("moved since the run: it points at %.10s, not at the run's %.10s; delete it yourself if you mean to",
+					head.String(), t.Commit)
+				return o
+			}
 		}
 		del = func() error { return gitops.Rollback(ctx, t.Repo, t.Branch, remote) }
 	}
@@ -86,28 +90,6 @@ func (t rollbackTarget) apply(ctx context.Context, auth gitops.Credentials, dryR
 		o.Action, o.Error, o.err = actionFailed, err.Error(), err
 	}
 	return o
-}
-
-// deleteRemoteBranch deletes branch from remote only. Rollback works from a
-// local repository; the result branch of a URL repository was made in the
-// run's temporary clone, long gone, so an empty bare repository stands in
-// for it: deleting a remote branch sends no objects.
-func deleteRemoteBranch(ctx context.Context, remote gitops.RemoteSpec, branch string) error {
-	dir, err := os.MkdirTemp("", "runner-rollback-")
-	if err != nil {
-		return fmt.Errorf("rollback %s: %w", branch, err)
-	}
-	defer os.RemoveAll(dir)
-	// HEAD names a branch as unique as the directory, so that it is never
-	// the branch to delete, which Rollback would refuse as checked out.
-	head := plumbing.NewBranchReferenceName(filepath.Base(dir))
-	_, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		Bare: true, InitOptions: git.InitOptions{DefaultBranch: head},
-	})
-	if err != nil {
-		return fmt.Errorf("rollback %s: scratch repository: %w", branch, err)
-	}
-	return gitops.Rollback(ctx, dir, branch, &remote)
 }
 
 func printRollback(opts *rollbackOptions, outcomes []rollbackOutcome) error {

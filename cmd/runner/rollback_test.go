@@ -281,3 +281,21 @@ func TestPlanRollback(t *testing.T) {
 		t.Errorf("unknown id: %v, want a usage error", err)
 	}
 }
+
+// A branch someone committed on after the run is not the run's any more:
+// rollback leaves it, and says why.
+func TestRollbackKeepsMovedBranch(t *testing.T) {
+	repo, commit := fixtureRepo(t, "agent/moved")
+	tree := gitCLI(t, repo, "rev-parse", commit+"^{tree}")
+	later := gitCLI(t, repo, "-c", "user.name=u", "-c", "user.email=u@u", "commit-tree", tree, "-p", commit, "-m", "my own work")
+	gitCLI(t, repo, "update-ref", "refs/heads/agent/moved", later)
+	out := filepath.Join(t.TempDir(), "out")
+	recordResults(t, out, tasks.Result{ID: "moved", Status: tasks.StatusSucceeded, Repo: repo, Branch: "agent/moved", Commit: commit})
+	res := runMain(t, "rollback", "--out", out, "--all")
+	if res.code != cli.ExitOK || !strings.Contains(res.stdout, "moved since the run") {
+		t.Fatalf("rollback: %s", res)
+	}
+	if got := gitCLI(t, repo, "rev-parse", "agent/moved"); got != later {
+		t.Errorf("agent/moved = %s, want it kept at %s", got, later)
+	}
+}
