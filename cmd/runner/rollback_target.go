@@ -64,7 +64,9 @@ func (t rollbackTarget) apply(ctx context.Context, auth gitops.Credentials, dryR
 		return o
 	case t.FromResults && tasks.IsRemote(t.Repo):
 		o.Remote = t.Repo
-		del = func() error { return gitops.DeleteRemoteBranch(ctx, gitops.RemoteSpec{URL: t.Repo, Auth: auth}, t.Branch) }
+		del = func() error {
+			return gitops.DeleteRemoteBranch(ctx, gitops.RemoteSpec{URL: t.Repo, Auth: auth}, t.Branch)
+		}
 	default:
 		var remote *gitops.RemoteSpec
 		if t.Remote != "" {
