@@ -41,10 +41,7 @@ func newExecCmd(d *deps, runF func(context.Context, *execOptions, string) error)
 		Long:  execLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.model.complete(d.getenv); err != nil {
-				return err
-			}
-			if err := opts.policy.complete(); err != nil {
+			if err := opts.complete(d.getenv); err != nil {
 				return err
 			}
 			if runF != nil {

@@ -48,10 +48,7 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 		Long:  runLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.model.complete(d.getenv); err != nil {
-				return err
-			}
-			if err := opts.policy.complete(); err != nil {
+			if err := opts.complete(d.getenv); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -69,6 +66,15 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 	opts.model.register(cmd)
 	opts.policy.register(cmd)
 	return cmd
+}
+
+// complete fills in what the environment gives and checks the flags that
+// run and exec share.
+func (o *runOptions) complete(getenv func(string) string) error {
+	if err := o.model.complete(getenv); err != nil {
+		return err
+	}
+	return o.policy.complete()
 }
 
 // addTaskDefaultFlags adds the flags that fill in what task files leave unset.
