@@ -64,7 +64,16 @@ type snapshot struct {
 	ignoreFiles map[string][]byte
 	spool       *os.File
 	spoolEnd    int64
+	// small holds the content of one small file at a time; copyBuf is the
+	// buffer of every larger copy. Both are reused from entry to entry.
+	small, copyBuf []byte
 }
+
+// smallBlob is the size up to which a file is read into memory and written
+// to the spool only if the repository lacks it: most files of a snapshot
+// are unchanged, and this spares each of them a write, a truncate and a seek
+// of the spool, and a buffer.
+const smallBlob = 64 << 10
 
 type snapshotLimits struct {
 	maxFileSize int64
@@ -181,6 +190,12 @@ func (s *snapshot) add(tr *tar.Reader, hdr *tar.Header, name string, lim snapsho
 // readBlob hashes the entry's content, keeps it in the spool unless the
 // repository already has it, and keeps .gitignore files in memory.
 func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(plumbing.Hash) bool) error {
+	if e.size <= smallBlob {
+		return s.readSmallBlob(r, name, e, known)
+	}
+	if s.copyBuf == nil {
+		s.copyBuf = make([]byte, 32<<10)
+	}
 	h := plumbing.NewHasher(plumbing.BlobObject, e.size)
 	dst := []io.Writer{h, s.spool}
 	var ignore *bytes.Buffer
@@ -188,7 +203,7 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		ignore = &bytes.Buffer{}
 		dst = append(dst, ignore)
 	}
-	n, err := io.Copy(io.MultiWriter(dst...), r)
+	n, err := io.CopyBuffer(io.MultiWriter(dst...), r, s.copyBuf)
 	if err == nil && n != e.size {
 		err = io.ErrUnexpectedEOF
 	}
@@ -210,13 +225,45 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		s.spoolEnd += e.size
 	}
 	if ignore != nil {
-		dir := path.Dir(name)
-		if dir == "." {
-			dir = ""
-		}
-		s.ignoreFiles[dir] = ignore.Bytes()
+		s.keepIgnoreFile(name, ignore.Bytes())
 	}
 	return nil
+}
+
+// readSmallBlob is readBlob for a file of at most smallBlob bytes.
+func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known func(plumbing.Hash) bool) error {
+	if s.small == nil {
+		s.small = make([]byte, smallBlob)
+	}
+	b := s.small[:e.size]
+	if _, err := io.ReadFull(r, b); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("copy content: %w", err)
+	}
+	e.hash = plumbing.ComputeHash(plumbing.BlobObject, b)
+	e.stored = known(e.hash)
+	e.offset = s.spoolEnd
+	if !e.stored {
+		if _, err := s.spool.Write(b); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		s.spoolEnd += e.size
+	}
+	if path.Base(name) == ".gitignore" {
+		s.keepIgnoreFile(name, bytes.Clone(b))
+	}
+	return nil
+}
+
+// keepIgnoreFile records the content of the .gitignore file at name.
+func (s *snapshot) keepIgnoreFile(name string, content []byte) {
+	dir := path.Dir(name)
+	if dir == "." {
+		dir = ""
+	}
+	s.ignoreFiles[dir] = content
 }
 
 // content returns a reader over a spooled blob.
