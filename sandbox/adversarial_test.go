@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,4 +145,55 @@ func TestInteractiveTrapsReturn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A memory hog is killed by the kernel, and the result says so; the
+// sandbox goes on.
+func TestMemoryHogIsKilled(t *testing.T) {
+	sb := start(t, sandbox.Config{Memory: 64 << 20})
+	res := run(t, sb, `x=$(head -c 300000000 /dev/zero | tr '\0' a); echo survived ${#x}`, sandbox.ExecOptions{Timeout: time.Minute})
+	if !res.OOMKilled || strings.Contains(res.Stdout, "survived 300000000") {
+		t.Errorf("OOMKilled = %v, exit %d, stdout %q; want the hog killed for memory", res.OOMKilled, res.ExitCode, res.Stdout)
+	}
+	if res := run(t, sb, "echo alive", sandbox.ExecOptions{}); res.Stdout != "alive\n" || res.OOMKilled {
+		t.Errorf("after the hog: %+v", res)
+	}
+}
+
+// A disk filler gets ENOSPC everywhere it can write, and the host's disk
+// does not fill: it tries 800 MB in all; the host may lose a little to
+// whatever else runs on it meanwhile, never that.
+func TestDiskFillerGetsENOSPC(t *testing.T) {
+	sb := start(t, sandbox.Config{Disk: 32 << 20, Memory: 512 << 20})
+	root, err := exec.Command("docker", "info", "--format", "{{.DockerRootDir}}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := freeBytes(t, strings.TrimSpace(string(root)))
+	for _, dir := range []string{"/workspace", "/tmp", "/var/tmp", "$HOME"} {
+		res := run(t, sb, "dd if=/dev/zero of="+dir+"/fill bs=1M count=200 2>&1; rm -f "+dir+"/fill", sandbox.ExecOptions{Timeout: time.Minute})
+		if !strings.Contains(res.Output, "No space left on device") {
+			t.Errorf("filling %s: %q; want ENOSPC", dir, res.Output)
+		}
+	}
+	for _, dir := range []string{"/", "/etc", "/usr", "/var"} {
+		res := run(t, sb, "echo x > "+dir+"/fill 2>&1", sandbox.ExecOptions{})
+		if res.ExitCode == 0 {
+			t.Errorf("writing to %s succeeded; want a read-only file system", dir)
+		}
+	}
+	if after := freeBytes(t, strings.TrimSpace(string(root))); before-after > 100<<20 {
+		t.Errorf("the host's free space in %s fell by %d MiB", root, (before-after)>>20)
+	}
+	if got := output(t, sb, "echo ok > /workspace/small && cat /workspace/small"); got != "ok" {
+		t.Errorf("the workspace is unusable after the filler: %q", got)
+	}
+}
+
+func freeBytes(t *testing.T, dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatalf("statfs %s: %v", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize
 }

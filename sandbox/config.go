@@ -17,8 +17,17 @@ type Config struct {
 	// User is the numeric "uid:gid" that runs every command and owns the
 	// workspace. Default "1000:1000".
 	User string
-	// Memory limit in bytes; swap is set equal to it (no swap). Default 2 GiB.
+	// Memory limit in bytes; swap is set equal to it (no swap). Default 4 GiB.
+	// What the agent writes to the workspace, /tmp and its home counts
+	// against it too when Disk is on: they live in memory.
 	Memory int64
+	// Disk caps the writable space. The root filesystem is read-only; the
+	// workspace, /tmp, /var/tmp and the home are memory-backed file systems
+	// of this size each, so a disk filler gets ENOSPC inside the sandbox and
+	// the host's disk is never written. Default 4 GiB. A negative value
+	// turns the limit off: the container's writable layer, on the host's
+	// disk, holds everything, with no size limit.
+	Disk int64
 	// CPUs is the CPU quota in cores. Default 1.
 	CPUs float64
 	// Pids caps the number of processes. Default 512.
@@ -46,7 +55,8 @@ type Config struct {
 const (
 	DefaultNetwork  = "none"
 	DefaultUser     = "1000:1000"
-	DefaultMemory   = 2 << 30
+	DefaultMemory   = 4 << 30
+	DefaultDisk     = 4 << 30
 	DefaultCPUs     = 1.0
 	DefaultPids     = 512
 	DefaultNoFile   = 4096
@@ -100,6 +110,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Memory == 0 {
 		c.Memory = DefaultMemory
 	}
+	if c.Disk == 0 {
+		c.Disk = DefaultDisk
+	}
 	if c.CPUs == 0 {
 		c.CPUs = DefaultCPUs
 	}
@@ -115,6 +128,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Memory < 6<<20:
 		return c, fmt.Errorf("sandbox config: memory %d bytes: want at least 6 MiB", c.Memory)
+	case c.Disk > 0 && c.Disk < 1<<20:
+		return c, fmt.Errorf("sandbox config: disk %d bytes: want at least 1 MiB", c.Disk)
 	case c.CPUs < 0.01:
 		return c, fmt.Errorf("sandbox config: cpus %g: want at least 0.01", c.CPUs)
 	case c.Pids < 8:

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,16 +15,22 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// copyIn copies the host directory dir into Workdir of the created (not yet
-// started) container, owned by the sandbox user, and creates the user's home.
+// copyIn copies the host directory dir into Workdir, owned by the sandbox
+// user (and, without a disk limit, creates the user's home).
 // The tree travels as a tar stream through the Engine API, so the engine may
 // be remote.
 func (d *Docker) copyIn(ctx context.Context, dir string) error {
+	// Into the memory-backed workspace itself (the home is a mount of its
+	// own), or into the writable layer, with the home, from the root.
+	dest, layout := Workdir, tarLayout{}
+	if d.cfg.Disk < 0 {
+		dest, layout = "/", tarLayout{root: strings.TrimPrefix(Workdir, "/"), home: strings.TrimPrefix(homeDir, "/")}
+	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeWorkspaceTar(pw, dir, d.uid, d.gid)) }()
+	go func() { pw.CloseWithError(writeWorkspaceTar(pw, dir, d.uid, d.gid, layout)) }()
 	defer pr.Close()
 	_, err := d.e.cli.CopyToContainer(ctx, d.id, client.CopyToContainerOptions{
-		DestinationPath: "/",
+		DestinationPath: dest,
 		Content:         pr,
 	})
 	if err != nil {
@@ -32,15 +39,37 @@ func (d *Docker) copyIn(ctx context.Context, dir string) error {
 	return nil
 }
 
-// writeWorkspaceTar writes dir as "workspace/..." entries, plus the home
-// directory, all owned by uid:gid. Modes, symlinks and modification times are
-// kept; sockets and devices are skipped.
-func writeWorkspaceTar(w io.Writer, dir string, uid, gid int) error {
-	tw := tar.NewWriter(w)
-	root := strings.TrimPrefix(Workdir, "/")
-	home := strings.TrimPrefix(homeDir, "/")
-	if err := tw.WriteHeader(&tar.Header{Name: home + "/", Typeflag: tar.TypeDir, Mode: 0o700, Uid: uid, Gid: gid}); err != nil {
+// tarBuffer gathers the many small writes of a tar stream (a 512-byte
+// header per entry) into large ones, so that the stream reaches the engine
+// in few chunks.
+const tarBuffer = 256 << 10
+
+// tarLayout names where the workspace goes in the tar stream: under root
+// ("workspace"), or at the top (".") when root is empty; home, when set, is
+// a directory to add for the sandbox user.
+type tarLayout struct{ root, home string }
+
+// writeWorkspaceTar writes dir as the workspace's entries, all owned by
+// uid:gid. Modes, symlinks and modification times (to the second, as docker
+// cp keeps them) are kept; sockets and devices are skipped.
+func writeWorkspaceTar(w io.Writer, dir string, uid, gid int, l tarLayout) error {
+	bw := bufio.NewWriterSize(w, tarBuffer)
+	if err := writeTar(bw, dir, uid, gid, l); err != nil {
 		return err
+	}
+	return bw.Flush()
+}
+
+func writeTar(w io.Writer, dir string, uid, gid int, l tarLayout) error {
+	tw := tar.NewWriter(w)
+	root := l.root
+	if root == "" {
+		root = "."
+	}
+	if l.home != "" {
+		if err := tw.WriteHeader(&tar.Header{Name: l.home + "/", Typeflag: tar.TypeDir, Mode: 0o700, Uid: uid, Gid: gid}); err != nil {
+			return err
+		}
 	}
 	if dir == "" {
 		if err := tw.WriteHeader(&tar.Header{Name: root + "/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: uid, Gid: gid}); err != nil {
@@ -48,6 +77,7 @@ func writeWorkspaceTar(w io.Writer, dir string, uid, gid int) error {
 		}
 		return tw.Close()
 	}
+	buf := make([]byte, 32<<10) // one copy buffer for every file
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -82,6 +112,10 @@ func writeWorkspaceTar(w io.Writer, dir string, uid, gid int) error {
 			hdr.Name += "/"
 		}
 		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = uid, gid, "", ""
+		// Whole seconds and no access or change time: a header then needs
+		// no PAX record of its own (unless a name is long), which would
+		// double the stream of a tree of small files.
+		hdr.ModTime = hdr.ModTime.Truncate(time.Second)
 		hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
 		hdr.Format = tar.FormatPAX
 		if err := tw.WriteHeader(hdr); err != nil {
@@ -95,7 +129,11 @@ func writeWorkspaceTar(w io.Writer, dir string, uid, gid int) error {
 			return err
 		}
 		defer f.Close()
-		if _, err := io.CopyN(tw, f, hdr.Size); err != nil {
+		n, err := io.CopyBuffer(tw, io.LimitReader(f, hdr.Size), buf)
+		if err == nil && n < hdr.Size {
+			err = io.ErrUnexpectedEOF // the file shrank while it was read
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		return nil

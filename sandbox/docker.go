@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -65,11 +66,20 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
 			d.Close(ctx)
 		}
 	}()
-	if err := d.copyIn(ctx, cfg.Workspace); err != nil {
-		return nil, err
+	// The memory-backed workspace exists only while the container runs,
+	// so it is filled after the start; the writable layer before it.
+	if cfg.Disk < 0 {
+		if err := d.copyIn(ctx, cfg.Workspace); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := e.cli.ContainerStart(ctx, d.id, client.ContainerStartOptions{}); err != nil {
 		return nil, e.explain("start sandbox", cfg.Image, err)
+	}
+	if cfg.Disk > 0 {
+		if err := d.copyIn(ctx, cfg.Workspace); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return d, nil
@@ -104,7 +114,7 @@ func containerConfig(cfg Config, deadline time.Time) *container.Config {
 func hostConfig(cfg Config) *container.HostConfig {
 	init := true
 	pids := cfg.Pids
-	return &container.HostConfig{
+	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(cfg.Network),
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges:true"},
@@ -124,6 +134,33 @@ func hostConfig(cfg Config) *container.HostConfig {
 			},
 		},
 	}
+	if cfg.Disk > 0 {
+		limitDisk(hc, cfg)
+	}
+	return hc
+}
+
+// limitDisk makes every place the sandbox user can write a memory-backed
+// file system of cfg.Disk bytes, and the rest read-only. The workspace is a
+// volume, not a plain tmpfs mount, because the Engine's archive API (the
+// copy in and out) reaches into volumes but not into tmpfs mounts.
+func limitDisk(hc *container.HostConfig, cfg Config) {
+	uid, gid, _ := parseUser(cfg.User)
+	hc.ReadonlyRootfs = true
+	scratch := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", cfg.Disk)
+	hc.Tmpfs = map[string]string{
+		"/tmp":     scratch,
+		"/var/tmp": scratch,
+		homeDir:    fmt.Sprintf("rw,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=0700", cfg.Disk, uid, gid),
+	}
+	hc.Mounts = []mount.Mount{{
+		Type:   mount.TypeVolume,
+		Target: Workdir,
+		VolumeOptions: &mount.VolumeOptions{DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
+			"type": "tmpfs", "device": "tmpfs",
+			"o": fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0755", cfg.Disk, uid, gid),
+		}}},
+	}}
 }
 
 // usable returns an error when the sandbox can no longer run commands.

@@ -113,7 +113,7 @@ wait:
 	if err != nil {
 		return ExecResult{}, d.execError(ctx, err)
 	}
-	if readErr != nil || running || code >= 128 && !out.timedOut {
+	if readErr != nil || running || code >= 128 && !out.timedOut && !out.oomKilled {
 		if err := d.stoppedError(ctx); err != nil {
 			return ExecResult{}, fmt.Errorf("exec: %w", err)
 		}
@@ -126,6 +126,7 @@ wait:
 	res.Stderr = out.stderr.String()
 	res.Output = out.combined.String()
 	res.TimedOut = out.timedOut
+	res.OOMKilled = out.oomKilled
 	res.Truncated = out.stdout.Dropped() > 0 || out.stderr.Dropped() > 0 || out.combined.Dropped() > 0
 	res.Dropped = out.combined.Dropped()
 	res.Duration = time.Since(start)

@@ -1,8 +1,10 @@
 # The sandbox's command wrapper (POSIX sh: dash, bash, busybox ash).
 #
 #   run TIMEOUT MARK CMD   runs CMD with sh -c in a session of its own; after
-#                          TIMEOUT seconds (0: never) it prints MARK on stderr
-#                          and kills every process of CMD.
+#                          TIMEOUT seconds (0: never) it prints MARK:timeout on
+#                          stderr and kills every process of CMD. If the kernel
+#                          killed a process for memory meanwhile, it prints
+#                          MARK:oom on stderr at the end.
 #   kill MARK              kills every process of the command marked MARK.
 #
 # The processes of a command are found three ways: their environment holds
@@ -12,6 +14,19 @@
 
 mark=
 root=
+
+# oomkills sets $oom to the sandbox's count of processes killed for memory
+# (cgroup v2 or v1), 0 if the count cannot be read. Builtins only.
+oomkills() {
+	oom=0
+	for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+		[ -r "$f" ] || continue
+		while read -r k v; do
+			[ "$k" = oom_kill ] && oom=$v
+		done <"$f"
+		return
+	done
+}
 
 # targets sets $found to the live processes of the command.
 targets() {
@@ -79,6 +94,8 @@ kill)
 run)
 	t=$2
 	mark=$3
+	oomkills
+	oom0=$oom
 	if command -v setsid >/dev/null 2>&1; then
 		RUNNER_EXEC=$mark setsid sh -c "$4" </dev/null &
 	else
@@ -87,22 +104,30 @@ run)
 	root=$!
 	w=
 	if [ "$t" -gt 0 ]; then
+		# When the command ends first, TERM ends the watchdog and its timer
+		# wherever they are. Until the timer starts, $! is still the
+		# command's, inherited, and there is nothing to stop; from then on
+		# it is the timer's, stopped with KILL, which it cannot miss even
+		# before it has become sleep. The timer holds none of the command's
+		# output, so nothing could keep that open anyway.
 		(
-			sleep "$t" &
-			s=$!
-			trap 'kill $s 2>/dev/null; exit 0' TERM
-			wait $s
+			trap '[ "$!" = "$root" ] || kill -KILL $! 2>/dev/null; exit 0' TERM
+			sleep "$t" </dev/null >/dev/null 2>&1 &
+			wait $!
 			trap '' TERM
-			printf '%s\n' "$mark" >&2
+			printf '%s:timeout\n' "$mark" >&2
 			reap
 		) &
 		w=$!
 	fi
 	wait $root
 	rc=$?
+	oomkills
+	[ "$oom" -gt "$oom0" ] && printf '%s:oom\n' "$mark" >&2
 	if [ -n "$w" ]; then
 		kill -TERM $w 2>/dev/null
-		wait $w
+		# Quietly: some shells report a job that a signal ended.
+		wait $w 2>/dev/null
 	fi
 	exit $rc
 	;;

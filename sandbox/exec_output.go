@@ -6,16 +6,17 @@ import "bytes"
 // are called from one goroutine (the demultiplexer) only.
 type execOutput struct {
 	stdout, stderr, combined *headTail
-	mark                     []byte
-	timedOut                 bool
+	timeoutMark, oomMark     []byte
+	timedOut, oomKilled      bool
 }
 
 func newExecOutput(max int, mark string) *execOutput {
 	return &execOutput{
-		stdout:   newHeadTail(max),
-		stderr:   newHeadTail(max),
-		combined: newHeadTail(max),
-		mark:     []byte(mark + "\n"),
+		stdout:      newHeadTail(max),
+		stderr:      newHeadTail(max),
+		combined:    newHeadTail(max),
+		timeoutMark: []byte(mark + ":timeout\n"),
+		oomMark:     []byte(mark + ":oom\n"),
 	}
 }
 
@@ -30,17 +31,26 @@ func (o *execOutput) stderrWriter() *streamWriter {
 	return &streamWriter{o: o, stream: o.stderr, stderr: true}
 }
 
-// Write records p. On stderr it also looks for the watchdog's timeout mark,
-// which is written in one piece, and keeps it out of the output.
+// Write records p. On stderr it also looks for the wrapper's marks (timed
+// out, out of memory), each written in one piece, and keeps them out of the
+// output.
 func (w *streamWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	if w.stderr {
-		if i := bytes.Index(p, w.o.mark); i >= 0 {
-			w.o.timedOut = true
-			p = append(p[:i:i], p[i+len(w.o.mark):]...)
-		}
+		p = cut(p, w.o.timeoutMark, &w.o.timedOut)
+		p = cut(p, w.o.oomMark, &w.o.oomKilled)
 	}
 	w.stream.Write(p)
 	w.o.combined.Write(p)
 	return n, nil
+}
+
+// cut removes mark from p, setting *seen when it was there.
+func cut(p, mark []byte, seen *bool) []byte {
+	i := bytes.Index(p, mark)
+	if i < 0 {
+		return p
+	}
+	*seen = true
+	return append(p[:i:i], p[i+len(mark):]...)
 }

@@ -191,8 +191,8 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("Snapshot: %v", err)
 	}
 	defer rc.Close()
-	if state, _ := dockerCLI(t, "inspect", "--format", "{{.State.Running}}", sb.ID()); state != "false" {
-		t.Errorf("container running = %s during the snapshot, want false", state)
+	if state, _ := dockerCLI(t, "inspect", "--format", "{{.State.Paused}}", sb.ID()); state != "true" {
+		t.Errorf("container paused = %s during the snapshot, want true", state)
 	}
 	got := map[string]string{}
 	tr := tar.NewReader(rc)

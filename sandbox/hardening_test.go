@@ -65,6 +65,8 @@ func TestHardeningSeenByEngine(t *testing.T) {
 			NanoCpus        int64
 			PidsLimit       int64
 			Binds           []string
+			ReadonlyRootfs  bool
+			Tmpfs           map[string]string
 			Ulimits         []struct {
 				Name       string
 				Soft, Hard int64
@@ -74,7 +76,10 @@ func TestHardeningSeenByEngine(t *testing.T) {
 				Config map[string]string
 			}
 		}
-		Mounts []json.RawMessage
+		Mounts []struct {
+			Type, Destination, Driver string
+			RW                        bool
+		}
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
 		t.Fatalf("decode docker inspect: %v", err)
@@ -96,7 +101,10 @@ func TestHardeningSeenByEngine(t *testing.T) {
 		{"pids 77", h.PidsLimit == 77},
 		{"nofile 999", len(h.Ulimits) == 1 && h.Ulimits[0].Name == "nofile" && h.Ulimits[0].Soft == 999 && h.Ulimits[0].Hard == 999},
 		{"bounded logs", h.LogConfig.Type == "json-file" && h.LogConfig.Config["max-size"] != ""},
-		{"no bind mounts", len(h.Binds) == 0 && len(c.Mounts) == 0},
+		{"no bind mounts: only the workspace volume", len(h.Binds) == 0 && len(c.Mounts) == 1 &&
+			c.Mounts[0].Type == "volume" && c.Mounts[0].Destination == sandbox.Workdir && c.Mounts[0].Driver == "local"},
+		{"read-only root filesystem", h.ReadonlyRootfs},
+		{"size-limited scratch space", strings.Contains(h.Tmpfs["/tmp"], "size=") && strings.Contains(h.Tmpfs["/home/sandbox"], "uid=1000")},
 		{"user 1000:1000", c.Config.User == "1000:1000"},
 		{"tool label", c.Config.Labels[sandbox.LabelTool] == "runner"},
 		{"task label", c.Config.Labels[sandbox.LabelTask] == t.Name()},

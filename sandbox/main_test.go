@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 
 // start starts a sandbox from the busybox test image, closed at the end of
 // the test.
-func start(t *testing.T, cfg sandbox.Config) *sandbox.Docker {
+func start(t testing.TB, cfg sandbox.Config) *sandbox.Docker {
 	t.Helper()
 	e := dockertest.Engine(t)
 	if cfg.Image == "" {

@@ -39,7 +39,7 @@ type Sandbox interface {
 	// relative to the workspace; the contents of .git directories are left out.
 	ListFiles(ctx context.Context, dir string, recursive bool) ([]FileInfo, error)
 
-	// Snapshot stops the sandbox, so that nothing can change the workspace
+	// Snapshot freezes the sandbox, so that nothing can change the workspace
 	// while it is copied, and returns a tar stream of Workdir whose entry
 	// names are relative to it ("./", "./src/main.go"). After Snapshot the
 	// sandbox accepts no more Exec calls; Snapshot may be called again.
@@ -75,6 +75,9 @@ type ExecResult struct {
 	// Output interleaves stdout and stderr in the order they arrived.
 	Output   string `json:"output"`
 	TimedOut bool   `json:"timed_out,omitempty"`
+	// OOMKilled is set when the kernel killed a process of the sandbox for
+	// using more memory than the limit while the command ran.
+	OOMKilled bool `json:"oom_killed,omitempty"`
 	// Truncated is set when any stream went over MaxOutput; Dropped counts
 	// the bytes cut from the middle of the combined view.
 	Truncated bool  `json:"truncated,omitempty"`

@@ -17,10 +17,16 @@ func (d *Docker) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	// A running container could swap a symlink under the copy: stop it
-	// first. The stop signal is SIGKILL, so this does not wait.
-	if _, err := d.e.cli.ContainerStop(ctx, d.id, client.ContainerStopOptions{}); err != nil {
-		return nil, d.e.explain("stop sandbox for snapshot", "", err)
+	// A running container could swap a symlink under the copy: freeze it
+	// first. It is paused, not stopped, because stopping it would unmount
+	// the memory-backed workspace and lose it.
+	d.mu.Lock()
+	paused := d.stopped
+	d.mu.Unlock()
+	if !paused {
+		if _, err := d.e.cli.ContainerPause(ctx, d.id, client.ContainerPauseOptions{}); err != nil {
+			return nil, d.e.explain("pause sandbox for snapshot", "", err)
+		}
 	}
 	d.mu.Lock()
 	d.stopped = true

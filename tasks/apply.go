@@ -84,6 +84,7 @@ func merge(d, s *spec) Task {
 		Network:      deref(pick(s.Network, d.Network)),
 		Limits: Limits{
 			Memory: deref(pick(s.Memory, d.Memory)),
+			Disk:   deref(pick(s.Disk, d.Disk)),
 			CPUs:   deref(pick(s.CPUs, d.CPUs)),
 			Pids:   deref(pick(s.Pids, d.Pids)),
 		},

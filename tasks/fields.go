@@ -27,7 +27,7 @@ type spec struct {
 	Timeout            *time.Duration
 	BudgetUSD          *float64
 	Network            *Network
-	Memory, Pids       *int64
+	Memory, Pids, Disk *int64
 	CPUs               *float64
 	Env                map[string]string
 	Push               *bool
@@ -194,24 +194,8 @@ var taskFields = []field{
 
 // limitFields are the keys under limits.
 var limitFields = []field{
-	{"memory", false, func(r *reader, v *yaml.Node, a at, s *spec) {
-		if v.Kind == yaml.ScalarNode && isNull(v) {
-			return
-		}
-		if tag := v.ShortTag(); v.Kind != yaml.ScalarNode || tag != "!!str" && tag != "!!int" {
-			r.addField(v, a, "want a size like 512m or 2g, got %s", describe(v))
-			return
-		}
-		n, err := ParseMemory(v.Value)
-		switch {
-		case err != nil:
-			r.addField(v, a, "%v", err)
-		case n < minMemory:
-			r.addField(v, a, "%s is below the 6m minimum", v.Value)
-		default:
-			s.Memory = &n
-		}
-	}},
+	{"memory", false, sizeField(minMemory, false, func(s *spec, n int64) { s.Memory = &n })},
+	{"disk", false, sizeField(minDisk, true, func(s *spec, n int64) { s.Disk = &n })},
 	{"cpus", false, func(r *reader, v *yaml.Node, a at, s *spec) {
 		if f, ok := r.number(v, a); ok {
 			switch {
@@ -244,7 +228,7 @@ func decodeLimits(r *reader, v *yaml.Node, a at, s *spec) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.addField(v, a, "want a mapping of memory, cpus and pids, got %s", describe(v))
+		r.addField(v, a, "want a mapping of memory, disk, cpus and pids, got %s", describe(v))
 		return
 	}
 	r.decodeKeys(v, a, limitFields, false, s)
@@ -346,3 +330,33 @@ func unknownKey(key, parent string, fields []field) string {
 	}
 	return fmt.Sprintf("unknown key %q%s", key, where)
 }
+
+// sizeField decodes a size like 512m or 2g of at least least bytes; with
+// off, the word "off" is accepted too, as -1.
+func sizeField(least int64, off bool, set func(*spec, int64)) func(*reader, *yaml.Node, at, *spec) {
+	return func(r *reader, v *yaml.Node, a at, s *spec) {
+		if v.Kind == yaml.ScalarNode && isNull(v) {
+			return
+		}
+		if tag := v.ShortTag(); v.Kind != yaml.ScalarNode || tag != "!!str" && tag != "!!int" {
+			r.addField(v, a, "want a size like 512m or 2g, got %s", describe(v))
+			return
+		}
+		if off && strings.EqualFold(strings.TrimSpace(v.Value), "off") {
+			set(s, -1)
+			return
+		}
+		n, err := ParseMemory(v.Value)
+		switch {
+		case err != nil:
+			r.addField(v, a, "%v", err)
+		case n < least:
+			r.addField(v, a, "%s is below the %s minimum", v.Value, formatSize(least))
+		default:
+			set(s, n)
+		}
+	}
+}
+
+// formatSize writes a whole number of mebibytes as "6m".
+func formatSize(n int64) string { return fmt.Sprintf("%dm", n>>20) }

@@ -251,3 +251,31 @@ func TestParsePromptFile(t *testing.T) {
 		t.Errorf("prompt: got %q, want %q", got, want)
 	}
 }
+
+func TestParseDiskLimit(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64
+		err   string
+	}{
+		{"512m", 512 << 20, ""},
+		{"8g", 8 << 30, ""},
+		{"off", -1, ""},
+		{"OFF", -1, ""},
+		{"10k", 0, `q.yaml:1:58: task "a": limits.disk: 10k is below the 1m minimum`},
+		{"lots", 0, `q.yaml:1:58: task "a": limits.disk: memory size "lots"`},
+	}
+	for _, tt := range tests {
+		q, err := Parse("q.yaml", []byte(`[{id: a, repo: /r, prompt: p, limits: {memory: 2g, disk: `+tt.value+`}}]`))
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("disk %s: error %v, want %q", tt.value, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("disk %s: %v", tt.value, err)
+		case q.Tasks[0].Limits.Disk != tt.want:
+			t.Errorf("disk %s = %d, want %d", tt.value, q.Tasks[0].Limits.Disk, tt.want)
+		}
+	}
+}

@@ -23,6 +23,9 @@ const (
 type Limits struct {
 	// Memory is the memory cap in bytes (written "2g", "512m" in the file).
 	Memory int64
+	// Disk caps the sandbox's writable space in bytes; -1 ("off" in the
+	// file) turns the limit off.
+	Disk int64
 	// CPUs is the CPU quota in cores, e.g. 1.5.
 	CPUs float64
 	// Pids caps the number of processes.

@@ -120,7 +120,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 
 	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
-		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
+		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: t.Timeout + sandboxMargin, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	})
 	if err != nil {
