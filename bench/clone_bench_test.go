@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/runner-dev/runner/gitops"
+)
+
+// BenchmarkClone clones a fixture repository the way a task starts, by
+// path and by file:// URL, with gitops.Clone and with the git CLI. Goal:
+// runner within 2x of git.
+func BenchmarkClone(b *testing.B) {
+	for _, files := range []int{1000, 10000} {
+		src := fixtureRepo(b, files)
+		for _, u := range []struct{ name, url string }{
+			{"path", src},
+			{"file", "file://" + src},
+		} {
+			runImpls(b, fmt.Sprintf("files=%d/url=%s/", files, u.name),
+				impl{"git-cli", func(b *testing.B) {
+					cloneLoop(b, func(dir string) error {
+						out, err := exec.Command("git", "clone", "-q", u.url, dir).CombinedOutput()
+						if err != nil {
+							return fmt.Errorf("git clone: %w: %s", err, out)
+						}
+						return nil
+					})
+				}},
+				impl{"runner", func(b *testing.B) {
+					cloneLoop(b, func(dir string) error {
+						_, err := gitops.Clone(context.Background(), gitops.CloneOptions{URL: u.url, Dir: dir})
+						return err
+					})
+				}},
+			)
+		}
+	}
+}
+
+// cloneLoop times clone into a fresh directory per iteration, and removes
+// each clone outside the timing.
+func cloneLoop(b *testing.B, clone func(dir string) error) {
+	parent := b.TempDir()
+	i := 0
+	for b.Loop() {
+		dir := filepath.Join(parent, fmt.Sprint(i))
+		i++
+		if err := clone(dir); err != nil {
+			b.Fatal(err)
+		}
+		untimed(b, func() {
+			if err := os.RemoveAll(dir); err != nil {
+				b.Fatal(err)
+			}
+			settle()
+		})
+	}
+}
