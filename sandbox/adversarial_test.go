@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,4 +197,34 @@ func freeBytes(t *testing.T, dir string) int64 {
 		t.Fatalf("statfs %s: %v", dir, err)
 	}
 	return int64(st.Bavail) * st.Bsize
+}
+
+// A workspace larger than the disk limit is refused at the start, with the
+// limit named and what to change, and no sandbox is left.
+func TestWorkspaceOverDiskLimit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := dockertest.Engine(t)
+	sb, err := e.Start(context.Background(), sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, Disk: 2 << 20, RunID: dockertest.RunID, TaskID: "over-disk"})
+	if err == nil {
+		sb.Close(context.Background())
+		t.Fatal("Start succeeded with a 3 MiB workspace and a 2 MiB disk limit")
+
+	}
+	for _, want := range []string{"no space left on device", "disk limit of 2 MiB", "limits.disk"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	list, err := e.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list {
+		if l.Run == dockertest.RunID && l.Task == "over-disk" {
+			t.Errorf("container %s (%s) left behind by the failed start", l.Name, l.State)
+		}
+	}
 }

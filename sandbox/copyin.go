@@ -34,7 +34,11 @@ func (d *Docker) copyIn(ctx context.Context, dir string) error {
 		Content:         pr,
 	})
 	if err != nil {
-		return d.e.explain("copy workspace into sandbox", "", err)
+		err = d.e.explain("copy workspace into sandbox", "", err)
+		if d.cfg.Disk > 0 && strings.Contains(err.Error(), "no space left on device") {
+			err = fmt.Errorf("%w (the workspace does not fit in the sandbox's disk limit of %d MiB: raise limits.disk, or set it to off)", err, d.cfg.Disk>>20)
+		}
+		return err
 	}
 	return nil
 }
