@@ -1,13 +1,10 @@
 package agent
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/internal/fakellm"
 	"github.com/runner-dev/runner/internal/policy"
 	"github.com/runner-dev/runner/sandbox"
@@ -18,14 +15,7 @@ import (
 func TestPolicyHookOnTheRealSandbox(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(dir+"/README.md", []byte("hello\n"), 0o644)
-	e := dockertest.Engine(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sb, err := e.Start(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	ctx, sb := realSandbox(t, dir)
 
 	hook := hookScript(t, `case "$(cat)" in
   *pwned*) echo "that file is off limits" >&2; exit 2 ;;

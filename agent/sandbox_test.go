@@ -19,14 +19,7 @@ func TestToolsOnTheRealSandbox(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(dir+"/README.md", []byte("# Helo\n\nRun ./build.sh\n"), 0o644)
 	os.WriteFile(dir+"/build.sh", []byte("#!/bin/sh\necho building\n"), 0o755)
-	e := dockertest.Engine(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sb, err := e.Start(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	ctx, sb := realSandbox(t, dir)
 
 	srv := fakellm.New(t,
 		fakellm.ToolCall("list_files", `{"path":".","recursive":true}`),
@@ -67,4 +60,19 @@ func TestToolsOnTheRealSandbox(t *testing.T) {
 	if err != nil || check.Stdout != "# Hello\n\nRun ./build.sh\n755\n" {
 		t.Errorf("workspace after the run: %q, %v (want the edit made and build.sh still executable)", check.Stdout, err)
 	}
+}
+
+// realSandbox starts a sandbox of the busybox test image with dir as its
+// workspace, closed at the end of the test, and returns it with a context
+// that bounds the test.
+func realSandbox(t *testing.T, dir string) (context.Context, *sandbox.Docker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	sb, err := dockertest.Engine(t).Start(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return ctx, sb
 }
