@@ -5,8 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -21,7 +20,7 @@ const (
 	// command exited, before it decides a leftover process holds it open.
 	drainPeriod = 500 * time.Millisecond
 	// hostGrace is how long past its timeout Exec waits for the in-sandbox
-	// watchdog before it kills the command itself.
+	// watchdog before it kills the command from a second exec.
 	hostGrace = 20 * time.Second
 )
 
@@ -41,15 +40,16 @@ func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecRes
 		return ExecResult{}, err
 	}
 	mark := "runner-exec-" + randomID() + randomID()
-	secs := int64(math.Ceil(opt.Timeout.Seconds()))
 	start := time.Now()
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
-		User:         d.cfg.User,
+		User: d.cfg.User,
+		// Stdin is the watchdog's: closing it ends the command (exec.sh).
+		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
-		Env:          opt.Env,
+		Env:          append(slices.Clip(opt.Env), "RUNNER_EXEC="+mark),
 		WorkingDir:   dir,
-		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "run", strconv.FormatInt(secs, 10), mark, cmd},
+		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "run", mark, cmd},
 	})
 	if err != nil {
 		return ExecResult{}, d.execError(ctx, err)
@@ -65,12 +65,20 @@ func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecRes
 		done <- err
 	}()
 	stop := func() { att.Close(); <-done }
+	// timeUp wakes the watchdog, which kills the command and says so. It
+	// also wakes if the runner dies, since the engine then closes stdin.
+	timeUp := func() {
+		_, _ = att.Conn.Write([]byte("\n"))
+		_ = att.CloseWrite()
+	}
 
 	var res ExecResult
 	var readErr error
 	poll := 200 * time.Millisecond
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
+	deadline := time.NewTimer(opt.Timeout)
+	defer deadline.Stop()
 	hostDeadline := start.Add(opt.Timeout + hostGrace)
 wait:
 	for {
@@ -78,9 +86,12 @@ wait:
 		case readErr = <-done:
 			break wait
 		case <-ctx.Done():
+			timeUp()
 			stop()
 			d.kill(ctx, mark)
 			return ExecResult{}, fmt.Errorf("exec: %w", ctx.Err())
+		case <-deadline.C:
+			timeUp()
 		case <-timer.C:
 			ins, err := d.e.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
 			if err != nil {
@@ -99,6 +110,8 @@ wait:
 				break wait
 			}
 			if time.Now().After(hostDeadline) {
+				// The watchdog did not finish the command (a command can
+				// kill it): kill from a second exec.
 				stop()
 				d.kill(ctx, mark)
 				out.timedOut = true

@@ -1,19 +1,29 @@
 # The sandbox's command wrapper (POSIX sh: dash, bash, busybox ash).
 #
-#   run TIMEOUT MARK CMD   runs CMD with sh -c in a session of its own; after
-#                          TIMEOUT seconds (0: never) it prints MARK:timeout on
-#                          stderr and kills every process of CMD. If the kernel
-#                          killed a process for memory meanwhile, it prints
-#                          MARK:oom on stderr at the end.
-#   kill MARK              kills every process of the command marked MARK.
+#   run MARK CMD   runs CMD with sh -c. Its environment holds RUNNER_EXEC=MARK,
+#                  as the wrapper's does (the runner sets it on the exec). A
+#                  watchdog waits on the wrapper's stdin, which the runner
+#                  keeps open: when the runner closes it (at the timeout) or
+#                  dies, the watchdog prints MARK:timeout on stderr and kills
+#                  every process of CMD. If the kernel killed a process for
+#                  memory meanwhile, the wrapper prints MARK:oom on stderr.
+#   kill MARK      kills every process of the command marked MARK, wrapper
+#                  and watchdog included.
 #
 # The processes of a command are found three ways: their environment holds
-# RUNNER_EXEC=MARK, they are in the command's session, or they descend from
-# one of those. Killing uses shell builtins only, so it works even when a
-# fork loop has used up the pids limit.
+# RUNNER_EXEC=MARK, they are in a session led by such a process (the engine
+# makes every exec a session leader; where it does not, CMD gets a session of
+# its own from setsid), or they descend from one of those. Waiting and killing
+# use shell builtins only: no program is started for a command that ends in
+# time, and a timeout is enforced even when a fork loop has used up the pids
+# limit.
 
 mark=
 root=
+# spare: pids never killed (the wrapper and the watchdog, while it reaps).
+spare=" "
+# sids: sessions whose every process belongs to the command.
+sids=" "
 
 # oomkills sets $oom to the sandbox's count of processes killed for memory
 # (cgroup v2 or v1), 0 if the count cannot be read. Builtins only.
@@ -31,10 +41,11 @@ oomkills() {
 # targets sets $found to the live processes of the command.
 targets() {
 	found=
-	sids=" "
+	leaders=$sids
 	pairs=
 	for d in /proc/[0-9]*; do
 		p=${d#/proc/}
+		case "$spare" in *" $p "*) continue ;; esac
 		read -r st 2>/dev/null <"$d/stat" || continue
 		st=${st##*) }
 		# st: state ppid pgrp session ...
@@ -45,7 +56,7 @@ targets() {
 		# mark is letters, digits and dashes, so it is a literal regex.
 		if [ "$p" = "$root" ] || grep -q "RUNNER_EXEC=$mark" "$d/environ" 2>/dev/null; then
 			found="$found $p"
-			[ "$p" = "$4" ] && sids="$sids$p "
+			[ "$p" = "$4" ] && leaders="$leaders$p "
 		fi
 	done
 	found="$found "
@@ -58,9 +69,9 @@ targets() {
 			q=${t%%:*}
 			s=${t#*:}
 			case "$found" in *" $p "*) continue ;; esac
-			case "$found$sids" in
+			case "$found$leaders" in
 			*" $q "*) found="$found$p " changed=1 ;;
-			*) case "$sids" in *" $s "*) found="$found$p " changed=1 ;; esac ;;
+			*) case "$leaders" in *" $s "*) found="$found$p " changed=1 ;; esac ;;
 			esac
 		done
 	done
@@ -92,43 +103,45 @@ kill)
 	exit 0
 	;;
 run)
-	t=$2
-	mark=$3
+	mark=$2
+	cmd=$3
 	oomkills
 	oom0=$oom
-	if command -v setsid >/dev/null 2>&1; then
-		RUNNER_EXEC=$mark setsid sh -c "$4" </dev/null &
+	spare=" $$ "
+	exec 3<&0 </dev/null
+	read -r st <"/proc/$$/stat"
+	st=${st##*) }
+	set -- $st
+	if [ "$4" = "$$" ]; then
+		# The wrapper leads the exec's session, the command's too.
+		sids=" $$ "
+		sh -c "$cmd" 3<&- &
+	elif command -v setsid >/dev/null 2>&1; then
+		setsid sh -c "$cmd" 3<&- &
 	else
-		RUNNER_EXEC=$mark sh -c "$4" </dev/null &
+		sh -c "$cmd" 3<&- &
 	fi
 	root=$!
-	w=
-	if [ "$t" -gt 0 ]; then
-		# When the command ends first, TERM ends the watchdog and its timer
-		# wherever they are. Until the timer starts, $! is still the
-		# command's, inherited, and there is nothing to stop; from then on
-		# it is the timer's, stopped with KILL, which it cannot miss even
-		# before it has become sleep. The timer holds none of the command's
-		# output, so nothing could keep that open anyway.
-		(
-			trap '[ "$!" = "$root" ] || kill -KILL $! 2>/dev/null; exit 0' TERM
-			sleep "$t" </dev/null >/dev/null 2>&1 &
-			wait $!
-			trap '' TERM
-			printf '%s:timeout\n' "$mark" >&2
-			reap
-		) &
-		w=$!
-	fi
+	(
+		# Until stdin ends, TERM (the command is over) ends the watchdog;
+		# from then on the watchdog finishes its work.
+		trap 'exit 0' TERM
+		read -r _ <&3
+		trap '' TERM
+		read -r me _ </proc/self/stat
+		spare="$spare$me "
+		printf '%s:timeout\n' "$mark" >&2
+		reap
+	) &
+	w=$!
+	exec 3<&-
 	wait $root
 	rc=$?
 	oomkills
 	[ "$oom" -gt "$oom0" ] && printf '%s:oom\n' "$mark" >&2
-	if [ -n "$w" ]; then
-		kill -TERM $w 2>/dev/null
-		# Quietly: some shells report a job that a signal ended.
-		wait $w 2>/dev/null
-	fi
+	kill -TERM $w 2>/dev/null
+	# Quietly: some shells report a job that a signal ended.
+	wait $w 2>/dev/null
 	exit $rc
 	;;
 esac

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
 )
 
@@ -52,34 +53,61 @@ func TestExecResults(t *testing.T) {
 
 // A command that outlives its timeout is killed with everything it started,
 // including processes that ignore SIGTERM, start a session of their own or
-// clear their environment.
+// clear their environment: with busybox's shell, and with Debian's dash and
+// util-linux.
 func TestExecTimeoutKillsEveryProcess(t *testing.T) {
-	sb := start(t, sandbox.Config{})
-	cmd := `trap '' TERM
+	for _, img := range []struct {
+		name  string
+		image func(testing.TB) string
+	}{{"busybox", dockertest.Busybox}, {"debian", dockertest.SandboxImage}} {
+		t.Run(img.name, func(t *testing.T) {
+			sb := start(t, sandbox.Config{Image: img.image(t)})
+			cmd := `trap '' TERM
 (trap '' TERM; exec sleep 1001) &
 setsid sh -c 'trap "" TERM; exec sleep 1002' &
 env -i /bin/sh -c 'trap "" TERM; exec sleep 1003' &
 sleep 1004 >/dev/null 2>&1 &
 echo started
 exec sleep 1000`
-	begin := time.Now()
-	res := run(t, sb, cmd, sandbox.ExecOptions{Timeout: 2 * time.Second})
-	took := time.Since(begin)
-	if !res.TimedOut {
-		t.Errorf("TimedOut = false, want true (exit %d, output %q)", res.ExitCode, res.Output)
+			begin := time.Now()
+			res := run(t, sb, cmd, sandbox.ExecOptions{Timeout: 2 * time.Second})
+			took := time.Since(begin)
+			if !res.TimedOut {
+				t.Errorf("TimedOut = false, want true (exit %d, output %q)", res.ExitCode, res.Output)
+			}
+			if res.Stdout != "started\n" {
+				t.Errorf("stdout = %q, want the output before the timeout", res.Stdout)
+			}
+			if strings.Contains(res.Output, "runner-exec-") {
+				t.Errorf("the watchdog's mark leaked into the output: %q", res.Output)
+			}
+			if took > 15*time.Second {
+				t.Errorf("Exec took %s for a 2s timeout", took)
+			}
+			if left := sleepers(t, sb.ID(), "sleep 100"); left != "" {
+				t.Errorf("processes survived the timeout:\n%s", left)
+			}
+		})
 	}
-	if res.Stdout != "started\n" {
-		t.Errorf("stdout = %q, want the output before the timeout", res.Stdout)
+}
+
+// sleepers lists the processes of a container whose command line starts
+// with prefix, read from /proc through the docker CLI (the images need not
+// have ps).
+func sleepers(t *testing.T, id, prefix string) string {
+	t.Helper()
+	out, err := dockerCLI(t, "exec", id, "sh", "-c",
+		`for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done`)
+	if err != nil {
+		t.Fatalf("list processes: %v: %s", err, out)
 	}
-	if strings.Contains(res.Output, "runner-exec-") {
-		t.Errorf("the watchdog's mark leaked into the output: %q", res.Output)
+	var left []string
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			left = append(left, line)
+		}
 	}
-	if took > 15*time.Second {
-		t.Errorf("Exec took %s for a 2s timeout", took)
-	}
-	if left := output(t, sb, "ps -o pid,args | grep '[s]leep 100' || true"); left != "" {
-		t.Errorf("processes survived the timeout:\n%s", left)
-	}
+	return strings.Join(left, "\n")
 }
 
 // A background child that keeps stdout open must not hold Exec hostage.

@@ -99,6 +99,48 @@ func TestCloseOnSignalAndPanic(t *testing.T) {
 	}
 }
 
+// A runner killed outright (no Close, no cancelled context) in the middle
+// of a command: the engine closes the command's stdin, on which its
+// watchdog waits, and the command ends with it. The sandbox itself stays,
+// for the next run's cleanup.
+func TestExecEndsWhenRunnerDies(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=sigkill", "SANDBOX_TEST_IMAGE="+dockertest.Busybox(t),
+		"SANDBOX_TEST_RUN="+dockertest.RunID+"-sigkill")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	id, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Wait()
+		t.Fatalf("helper printed no container id: %v\n%s", err, stderr.String())
+	}
+	id = strings.TrimSpace(id)
+	t.Cleanup(func() { dockerCLI(t, "rm", "-f", id) })
+	waitFor(t, 30*time.Second, func() bool { return sleepers(t, id, "sleep 600 ") != "" })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for left := sleepers(t, id, "sleep 600 "); left != ""; left = sleepers(t, id, "sleep 600 ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command outlived its runner by 15s:\n%s", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if state, err := dockerCLI(t, "inspect", "--format", "{{.State.Status}}", id); err != nil || state != "running" {
+		t.Errorf("sandbox state %q (%v) after the runner died, want it still running", state, err)
+	}
+}
+
 func TestCloseIsIdempotentAndRemoves(t *testing.T) {
 	sb := start(t, sandbox.Config{})
 	cancelled, cancel := context.WithCancel(context.Background())
