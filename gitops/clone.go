@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -91,7 +94,12 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 	if isCommit {
 		co.ReferenceName = ""
 	}
-	repo, err := git.PlainCloneContext(ctx, opts.Dir, false, co)
+	// The checkout reads every blob: with KeepDescriptors the pack is
+	// opened once, not once per object.
+	st := filesystem.NewStorageWithOptions(osfs.New(filepath.Join(opts.Dir, git.GitDirName)),
+		cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	defer st.Close()
+	repo, err := git.CloneContext(ctx, st, osfs.New(opts.Dir), co)
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", acc.url, err)
 	}
