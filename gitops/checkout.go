@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // checkoutWorkers is how many files are written at once. Writing a file is
@@ -27,15 +28,16 @@ const checkoutWorkers = 8
 // to a writer; a larger one is streamed to its file by the reader itself.
 const inlineBlob = 1 << 20
 
-// checkoutFresh writes the tree of commit into dir, the worktree of repo, a
-// clone made with NoCheckout, and records it in the index, as the checkout
-// of `git clone` does. Since dir holds nothing but .git, it neither stats
-// nor looks up each path as go-git's Worktree.Reset does: it walks the tree
+// checkoutFresh writes the tree of commit, read from repo, into dir, the
+// worktree of a clone made without a checkout, and records it in the
+// clone's index (dst), as the checkout of `git clone` does. Since dir holds
+// nothing but .git, it neither stats nor looks up each path as go-git's
+// Worktree.Reset does: it walks the tree
 // once, reads each blob once, and writes the files on several goroutines.
 // Names are validated by the tree walker (no "..", no .git in any
 // spelling), and a path that already exists, a symlink included, is an
 // error, so nothing is ever written through a link.
-func checkoutFresh(repo *git.Repository, dir string, commit plumbing.Hash) error {
+func checkoutFresh(repo *git.Repository, dst storer.IndexStorer, dir string, commit plumbing.Hash) error {
 	c, err := repo.CommitObject(commit)
 	if err != nil {
 		return fmt.Errorf("checkout %s: %w", commit, err)
@@ -65,7 +67,7 @@ func checkoutFresh(repo *git.Repository, dir string, commit plumbing.Hash) error
 		return fmt.Errorf("checkout %s: %w", commit, err)
 	}
 	slices.SortFunc(entries, func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
-	if err := repo.Storer.SetIndex(&index.Index{Version: 2, Entries: entries}); err != nil {
+	if err := dst.SetIndex(&index.Index{Version: 2, Entries: entries}); err != nil {
 		return fmt.Errorf("checkout %s: write index: %w", commit, err)
 	}
 	return nil

@@ -47,21 +47,24 @@ func TestCloneCheckoutMatchesGit(t *testing.T) {
 
 	want := filepath.Join(t.TempDir(), "git")
 	gitRun(t, t.TempDir(), "clone", "-q", src, want)
-	got := filepath.Join(t.TempDir(), "runner")
-	if _, err := Clone(context.Background(), CloneOptions{URL: src, Dir: got}); err != nil {
-		t.Fatalf("Clone: %v", err)
+	// Depth 1 of a plain path is the local clone (clone_local.go); the
+	// full one goes through the pack protocol.
+	for _, depth := range []int{0, 1} {
+		got := filepath.Join(t.TempDir(), "runner")
+		if _, err := Clone(context.Background(), CloneOptions{URL: src, Dir: got, Depth: depth}); err != nil {
+			t.Fatalf("Clone depth %d: %v", depth, err)
+		}
+		if g, w := gitRun(t, got, "ls-files", "-s"), gitRun(t, want, "ls-files", "-s"); g != w {
+			t.Errorf("depth %d: index differs from git clone's:\nrunner:\n%s\ngit:\n%s", depth, g, w)
+		}
+		if s := gitRun(t, got, "status", "--porcelain", "--ignored"); s != "" {
+			t.Errorf("depth %d: fresh clone is not clean:\n%s", depth, s)
+		}
+		if g, w := listTree(t, got), listTree(t, want); g != w {
+			t.Errorf("depth %d: worktree differs from git clone's:\nrunner:\n%s\ngit:\n%s", depth, g, w)
+		}
+		fsckStrict(t, got)
 	}
-
-	if g, w := gitRun(t, got, "ls-files", "-s"), gitRun(t, want, "ls-files", "-s"); g != w {
-		t.Errorf("index differs from git clone's:\nrunner:\n%s\ngit:\n%s", g, w)
-	}
-	if s := gitRun(t, got, "status", "--porcelain", "--ignored"); s != "" {
-		t.Errorf("fresh clone is not clean:\n%s", s)
-	}
-	if g, w := listTree(t, got), listTree(t, want); g != w {
-		t.Errorf("worktree differs from git clone's:\nrunner:\n%s\ngit:\n%s", g, w)
-	}
-	fsckStrict(t, got)
 }
 
 // listTree describes every path of a worktree outside .git: its type, its
@@ -142,22 +145,23 @@ func TestCloneRefusesHostileTrees(t *testing.T) {
 			gitRun(t, src, "update-ref", "refs/heads/main", commit)
 			gitRun(t, src, "symbolic-ref", "HEAD", "refs/heads/main")
 
-			parent := t.TempDir()
-			dir := filepath.Join(parent, "ws")
-			_, err := Clone(context.Background(), CloneOptions{URL: src, Dir: dir})
-			if err == nil || !strings.Contains(err.Error(), tt.wants) {
-				t.Fatalf("Clone: %v, want an error naming %s", err, tt.wants)
-
-			}
-			if errors.Is(err, ErrRefNotFound) {
-				t.Fatalf("Clone: %v: refused for the wrong reason", err)
-			}
-			entries, _ := os.ReadDir(parent)
-			if len(entries) > 1 || (len(entries) == 1 && entries[0].Name() != "ws") {
-				t.Errorf("clone wrote beside the workspace: %v", entries)
-			}
-			if rest, _ := os.ReadDir(dir); len(rest) != 0 {
-				t.Errorf("a failed clone left %d entries in the workspace", len(rest))
+			for _, depth := range []int{0, 1} { // the pack protocol; the local clone
+				parent := t.TempDir()
+				dir := filepath.Join(parent, "ws")
+				_, err := Clone(context.Background(), CloneOptions{URL: src, Dir: dir, Depth: depth})
+				if err == nil || !strings.Contains(err.Error(), tt.wants) {
+					t.Fatalf("Clone depth %d: %v, want an error naming %s", depth, err, tt.wants)
+				}
+				if errors.Is(err, ErrRefNotFound) {
+					t.Fatalf("Clone depth %d: %v: refused for the wrong reason", depth, err)
+				}
+				entries, _ := os.ReadDir(parent)
+				if len(entries) > 1 || (len(entries) == 1 && entries[0].Name() != "ws") {
+					t.Errorf("depth %d: clone wrote beside the workspace: %v", depth, entries)
+				}
+				if rest, _ := os.ReadDir(dir); len(rest) != 0 {
+					t.Errorf("depth %d: a failed clone left %d entries in the workspace", depth, len(rest))
+				}
 			}
 		})
 	}

@@ -75,6 +75,15 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 		}
 	}()
 
+	if gitDir := localGitDir(opts.URL); gitDir != "" && opts.Depth > 0 {
+		ws, err := cloneLocal(ctx, gitDir, opts, acc.url)
+		switch {
+		case err == nil:
+			return ws, nil
+		case !errors.Is(err, errUseTransport):
+			return nil, fmt.Errorf("clone %s: %w", acc.url, err)
+		}
+	}
 	refs, err := listRemote(ctx, acc)
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: list remote refs: %w", acc.url, err)
@@ -113,7 +122,7 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: resolve HEAD: %w", acc.url, err)
 	}
-	if err := checkoutFresh(repo, opts.Dir, *head); err != nil {
+	if err := checkoutFresh(repo, repo.Storer, opts.Dir, *head); err != nil {
 		return nil, fmt.Errorf("clone %s: %w", acc.url, err)
 	}
 	if target == plumbing.HEAD {

@@ -1,0 +1,179 @@
+package gitops
+
+import (
+	"bufio"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// writePack copies the objects named by hashes from src into a new pack,
+// with its index, in the object store objDir. Each object is stored whole
+// (no deltas): as it is stored in one of reuse's packs when it is stored
+// whole there, else inflated from src and compressed for speed. The index
+// is built as the pack is written, so nothing is read back. This is what a
+// local clone needs instead of asking git-upload-pack for a pack and
+// indexing it.
+func writePack(objDir string, src storer.EncodedObjectStorer, reuse *sourcePacks, hashes []plumbing.Hash) (err error) {
+	dir := filepath.Join(objDir, "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	pw := &packStream{buf: bufio.NewWriterSize(f, 256<<10), sum: sha1.New()}
+	var head [12]byte
+	copy(head[:], "PACK")
+	binary.BigEndian.PutUint32(head[4:], 2)
+	binary.BigEndian.PutUint32(head[8:], uint32(len(hashes)))
+	pw.Write(head[:])
+	var idx idxfile.Writer
+	if err := idx.OnHeader(uint32(len(hashes))); err != nil {
+		return err
+	}
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	for _, h := range hashes {
+		pos := pw.off
+		crc, ok, err := reuse.copyWhole(pw, h)
+		if err == nil && !ok {
+			pos, crc, err = pw.object(zw, src, h)
+		}
+		if err != nil {
+			return fmt.Errorf("object %s: %w", h, err)
+		}
+		idx.Add(h, uint64(pos), crc)
+	}
+	var sum plumbing.Hash
+	copy(sum[:], pw.sum.Sum(nil))
+	if _, err := pw.buf.Write(sum[:]); err != nil {
+		return err
+	}
+	if err := pw.buf.Flush(); err != nil {
+		return err
+	}
+	if pw.err != nil {
+		return pw.err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := idx.OnFooter(sum); err != nil {
+		return err
+	}
+	mi, err := idx.Index()
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum[:]))
+	if err := writeIndexFile(base+".idx", mi); err != nil {
+		return err
+	}
+	// The pack goes in place last: a pack without its index is ignored.
+	if err := os.Chmod(f.Name(), 0o444); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), base+".pack")
+}
+
+func writeIndexFile(path string, mi *idxfile.MemoryIndex) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if _, err := idxfile.NewEncoder(bw).Encode(mi); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// packStream writes a pack: it counts the offset and hashes every byte.
+type packStream struct {
+	buf *bufio.Writer
+	sum interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	off int64
+	crc uint32
+	err error
+}
+
+func (p *packStream) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.buf.Write(b)
+	p.sum.Write(b[:n])
+	p.crc = crc32.Update(p.crc, crc32.IEEETable, b[:n])
+	p.off += int64(n)
+	p.err = err
+	return n, err
+}
+
+// object appends the object h, whole, and returns its offset and the CRC
+// of its entry.
+func (p *packStream) object(zw *zlib.Writer, src storer.EncodedObjectStorer, h plumbing.Hash) (int64, uint32, error) {
+	obj, err := src.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, 0, err
+	}
+	pos := p.off
+	p.crc = 0
+	// The entry's header: type and size, seven bits at a time after the
+	// first four.
+	size := obj.Size()
+	var hdr [16]byte
+	c := byte(obj.Type())<<4 | byte(size&0x0f)
+	size >>= 4
+	n := 0
+	for size > 0 {
+		hdr[n] = c | 0x80
+		n++
+		c = byte(size & 0x7f)
+		size >>= 7
+	}
+	hdr[n] = c
+	n++
+	p.Write(hdr[:n])
+	r, err := obj.Reader()
+	if err != nil {
+		return 0, 0, err
+	}
+	zw.Reset(p)
+	copied, err := io.Copy(zw, r)
+	r.Close()
+	if err == nil && copied != obj.Size() {
+		err = fmt.Errorf("read %d bytes of %d", copied, obj.Size())
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = p.err
+	}
+	return pos, p.crc, err
+}
