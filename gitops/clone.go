@@ -75,14 +75,12 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 		}
 	}()
 
-	if gitDir := localGitDir(opts.URL); gitDir != "" && opts.Depth > 0 {
+	if gitDir := localGitDir(opts.URL); gitDir != "" {
 		ws, err := cloneLocal(ctx, gitDir, opts, acc.url)
-		switch {
-		case err == nil:
-			return ws, nil
-		case !errors.Is(err, errUseTransport):
+		if err != nil {
 			return nil, fmt.Errorf("clone %s: %w", acc.url, err)
 		}
+		return ws, nil
 	}
 	refs, err := listRemote(ctx, acc)
 	if err != nil {

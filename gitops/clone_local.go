@@ -19,18 +19,11 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// errUseTransport sends a local clone back to the pack protocol.
-var errUseTransport = errors.New("clone through the pack protocol")
-
 // localGitDir returns the git directory of the repository that url names
-// by a plain path (not file://, which goes through the pack protocol, as
-// with git), or "" when Clone should use the protocol: not a plain path, no
-// repository there, a worktree whose .git is a file, or an object store
-// with alternates.
+// by a path or a file:// URL, or "" when Clone should use the pack
+// protocol: a remote URL, no repository there, a worktree whose .git is a
+// file, or an object store with alternates.
 func localGitDir(url string) string {
-	if strings.Contains(url, "://") {
-		return ""
-	}
 	ep, err := transport.NewEndpoint(url)
 	if err != nil || ep.Protocol != "file" {
 		return ""
@@ -64,14 +57,13 @@ func openLocal(gitDir string) (repo *git.Repository, close func(), err error) {
 	return repo, func() { st.Close() }, nil
 }
 
-// cloneLocal makes the shallow clone of a branch or tag of the repository
-// in gitDir, on this machine, without the pack protocol: it walks the
-// commit's tree in the source, writes those objects into a pack of the
-// clone (on one goroutine) while it checks the tree out (on others), and
-// sets the refs, config and shallow list a clone has. Only the objects of
-// the requested history are copied: the clone exposes no other branch.
-// It returns errUseTransport for what it does not handle (a commit hash, a
-// detached HEAD), before writing anything.
+// cloneLocal clones the repository in gitDir, on this machine, without the
+// pack protocol. It checks the tree out from the source's object store (on
+// several goroutines) while it fills the clone's store (on another): for a
+// shallow clone, a new pack of only the objects of the requested history,
+// so that the clone exposes no other branch; for a full one, links to the
+// source's packs and objects, as `git clone` of a path does. Then it sets
+// the refs, config and shallow list a clone has.
 func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url string) (*Workspace, error) {
 	src, closeSrc, err := openLocal(gitDir)
 	if err != nil {
@@ -86,57 +78,109 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 	if err != nil {
 		return nil, err
 	}
-	if isCommit || !target.IsBranch() && !target.IsTag() {
-		return nil, errUseTransport
+	var tip plumbing.Hash
+	switch {
+	case isCommit:
+		h, err := src.ResolveRevision(plumbing.Revision(strings.ToLower(opts.Ref)))
+		if err == nil {
+			_, err = src.CommitObject(*h)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: commit %q not found in the repository", ErrRefNotFound, opts.Ref)
+		}
+		tip, target = *h, ""
+	default: // a branch, a tag, or HEAD when the source's is detached
+		ref, err := src.Storer.Reference(target)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", target, err)
+		}
+		tip = ref.Hash()
+		if target == plumbing.HEAD {
+			target = ""
+		}
 	}
-	ref, err := src.Storer.Reference(target)
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", target, err)
-	}
-	tip := ref.Hash()
-	objects, commit, shallow, err := historyObjects(ctx, src, tip, opts.Depth)
+	// As over the protocol: a commit hash always gets the whole history.
+	shallow := opts.Depth > 0 && !isCommit
+	var objects, boundary []plumbing.Hash
+	var tags []*plumbing.Reference
+	commit, chain, err := peelToCommit(src, tip)
 	if err != nil {
 		return nil, err
 	}
-	tags, objects := followTags(src, refs, target, objects)
+	if shallow {
+		if objects, boundary, err = historyObjects(ctx, src, commit, opts.Depth); err != nil {
+			return nil, err
+		}
+		tags, objects = followTags(src, refs, target, objects)
+		objects = append(objects, chain...)
+	}
 
 	repo, err := git.PlainInit(opts.Dir, false)
 	if err != nil {
 		return nil, err
 	}
-	// The pack is written from a second handle on the source: go-git's
-	// readers of one store are not safe for concurrent use.
-	packSrc, closePackSrc, err := openLocal(gitDir)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", url, err)
+	objDir := filepath.Join(opts.Dir, git.GitDirName, "objects")
+	filled := make(chan error, 1)
+	if shallow {
+		// The pack is written from a second handle on the source: go-git's
+		// readers of one store are not safe for concurrent use.
+		packSrc, closePackSrc, err := openLocal(gitDir)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", url, err)
+		}
+		go func() {
+			defer closePackSrc()
+			reuse := openSourcePacks(filepath.Join(gitDir, "objects"))
+			defer reuse.Close()
+			if err := writePack(objDir, packSrc.Storer, reuse, objects); err != nil {
+				filled <- fmt.Errorf("write pack: %w", err)
+			}
+			close(filled)
+		}()
+	} else {
+		go func() {
+			if err := linkObjects(filepath.Join(gitDir, "objects"), objDir); err != nil {
+				filled <- fmt.Errorf("copy objects: %w", err)
+			}
+			close(filled)
+		}()
 	}
-	packed := make(chan error, 1)
-	go func() {
-		defer closePackSrc()
-		reuse := openSourcePacks(filepath.Join(gitDir, "objects"))
-		defer reuse.Close()
-		packed <- writePack(filepath.Join(opts.Dir, git.GitDirName, "objects"), packSrc.Storer, reuse, objects)
-	}()
 	err = checkoutFresh(src, repo.Storer, opts.Dir, commit)
-	if perr := <-packed; perr != nil && err == nil {
-		err = fmt.Errorf("write pack: %w", perr)
+	if ferr := <-filled; ferr != nil && err == nil {
+		err = ferr
 	}
 	if err == nil {
 		err = ctx.Err()
 	}
-	if err == nil {
-		err = setCloneRefs(repo, url, target, tip, commit, shallow)
-	}
-	for _, t := range tags {
-		if err == nil {
-			err = repo.Storer.SetReference(t)
-		}
+	if err == nil && shallow {
+		err = setShallowRefs(repo, url, target, tip, commit, boundary, tags)
+	} else if err == nil {
+		err = setFullRefs(repo, url, refs, target, tip, commit)
 	}
 	if err != nil {
 		return nil, err
 	}
-	ws := &Workspace{Dir: opts.Dir, Base: commit, Ref: target, RemoteURL: url, Shallow: true}
-	return ws, nil
+	return &Workspace{Dir: opts.Dir, Base: commit, Ref: target, RemoteURL: url, Shallow: shallow}, nil
+}
+
+// peelToCommit follows annotated tags from h to the commit they name, and
+// returns the tags on the way.
+func peelToCommit(repo *git.Repository, h plumbing.Hash) (commit plumbing.Hash, tags []plumbing.Hash, err error) {
+	for range 16 {
+		tag, err := repo.TagObject(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			break
+		}
+		if err != nil {
+			return h, nil, err
+		}
+		tags = append(tags, h)
+		h = tag.Target
+	}
+	if _, err := repo.CommitObject(h); err != nil {
+		return h, nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	return h, tags, nil
 }
 
 // localRefs lists the branches and tags of a repository, and its HEAD.
@@ -172,14 +216,9 @@ func followTags(repo *git.Repository, refs []*plumbing.Reference, target plumbin
 		if !r.Name().IsTag() || r.Name() == target || r.Type() != plumbing.HashReference {
 			continue
 		}
-		h, chain := r.Hash(), []plumbing.Hash(nil)
-		for range 16 {
-			tag, err := repo.TagObject(h)
-			if err != nil {
-				break
-			}
-			chain = append(chain, h)
-			h = tag.Target
+		h, chain, err := peelToCommit(repo, r.Hash())
+		if err != nil {
+			continue
 		}
 		if commits[h] {
 			tags = append(tags, r)
@@ -193,23 +232,10 @@ func followTags(repo *git.Repository, refs []*plumbing.Reference, target plumbin
 	return tags, objects
 }
 
-// historyObjects lists the objects of the history of tip to depth commits:
-// annotated tags on the way to the commit, the commits, and every tree and
-// blob of their trees. It returns the commit tip names and the commits at
-// the depth limit, the clone's shallow list.
-func historyObjects(ctx context.Context, repo *git.Repository, tip plumbing.Hash, depth int) (objects []plumbing.Hash, commit plumbing.Hash, shallow []plumbing.Hash, err error) {
-	commit = tip
-	for range 16 {
-		tag, err := repo.TagObject(commit)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			break
-		}
-		if err != nil {
-			return nil, commit, nil, err
-		}
-		objects = append(objects, commit)
-		commit = tag.Target
-	}
+// historyObjects lists the objects of the history of commit to depth
+// commits: the commits and every tree and blob of their trees. It also
+// returns the commits at the depth limit, the clone's shallow list.
+func historyObjects(ctx context.Context, repo *git.Repository, commit plumbing.Hash, depth int) (objects, shallow []plumbing.Hash, err error) {
 	seen := map[plumbing.Hash]bool{}
 	level := []plumbing.Hash{commit}
 	for d := 1; len(level) > 0; d++ {
@@ -221,11 +247,11 @@ func historyObjects(ctx context.Context, repo *git.Repository, tip plumbing.Hash
 			seen[h] = true
 			c, err := repo.CommitObject(h)
 			if err != nil {
-				return nil, commit, nil, fmt.Errorf("commit %s: %w", h, err)
+				return nil, nil, fmt.Errorf("commit %s: %w", h, err)
 			}
 			objects = append(objects, h)
 			if objects, err = treeObjects(ctx, repo, c.TreeHash, seen, objects); err != nil {
-				return nil, commit, nil, err
+				return nil, nil, err
 			}
 			if d == depth {
 				shallow = append(shallow, h)
@@ -235,7 +261,7 @@ func historyObjects(ctx context.Context, repo *git.Repository, tip plumbing.Hash
 		}
 		level = next
 	}
-	return objects, commit, shallow, nil
+	return objects, shallow, nil
 }
 
 // treeObjects appends the tree h and everything under it not yet seen.
@@ -268,36 +294,39 @@ func treeObjects(ctx context.Context, repo *git.Repository, h plumbing.Hash, see
 	return objects, nil
 }
 
-// setCloneRefs records what a single-branch clone of target records: the
-// origin remote and its fetch refspec, the branch and its upstream (or the
-// tag, with HEAD detached at its commit), and the shallow list.
-func setCloneRefs(repo *git.Repository, url string, target plumbing.ReferenceName, tip, commit plumbing.Hash, shallow []plumbing.Hash) error {
+// setShallowRefs records what a single-branch shallow clone of target
+// records: the origin remote and its fetch refspec, the branch and its
+// upstream (or the tag, with HEAD detached at its commit), the tags
+// followed, and the shallow list.
+func setShallowRefs(repo *git.Repository, url string, target plumbing.ReferenceName, tip, commit plumbing.Hash, shallow []plumbing.Hash, tags []*plumbing.Reference) error {
+	for _, t := range tags {
+		if err := repo.Storer.SetReference(t); err != nil {
+			return err
+		}
+	}
 	cfg, err := repo.Config()
 	if err != nil {
 		return err
 	}
-	spec := config.RefSpec(fmt.Sprintf("+%s:%s", target, target))
-	if target.IsBranch() {
+	spec := config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", git.DefaultRemoteName))
+	set := []*plumbing.Reference{plumbing.NewHashReference(plumbing.HEAD, commit)}
+	switch {
+	case target.IsBranch():
 		remoteRef := plumbing.NewRemoteReferenceName(git.DefaultRemoteName, target.Short())
 		spec = config.RefSpec(fmt.Sprintf("+%s:%s", target, remoteRef))
 		cfg.Branches[target.Short()] = &config.Branch{Name: target.Short(), Remote: git.DefaultRemoteName, Merge: target}
-		for _, r := range []*plumbing.Reference{
+		set = []*plumbing.Reference{
 			plumbing.NewHashReference(remoteRef, tip),
 			plumbing.NewHashReference(target, tip),
 			plumbing.NewSymbolicReference(plumbing.HEAD, target),
-		} {
-			if err := repo.Storer.SetReference(r); err != nil {
-				return err
-			}
 		}
-	} else {
-		for _, r := range []*plumbing.Reference{
-			plumbing.NewHashReference(target, tip),
-			plumbing.NewHashReference(plumbing.HEAD, commit),
-		} {
-			if err := repo.Storer.SetReference(r); err != nil {
-				return err
-			}
+	case target != "": // a tag; HEAD detached at its commit
+		spec = config.RefSpec(fmt.Sprintf("+%s:%s", target, target))
+		set = append(set, plumbing.NewHashReference(target, tip))
+	}
+	for _, r := range set {
+		if err := repo.Storer.SetReference(r); err != nil {
+			return err
 		}
 	}
 	cfg.Remotes[git.DefaultRemoteName] = &config.RemoteConfig{

@@ -3,19 +3,22 @@ package gitops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// A shallow clone of a plain path reads the source directly. git is the
-// reference: the clone holds exactly the objects of `git clone --depth 1
-// --branch B file://SRC` (no other branch's), with the same refs, refspec
-// and upstream, passes fsck, and is clean. The source has loose objects,
-// whole objects in a pack and, on the branch "old", a blob stored as a
-// delta, so both ways of copying an object are used; bare and non-bare.
-func TestCloneLocalShallowMatchesGit(t *testing.T) {
+// A clone of a repository on this machine (a path or file://) reads the
+// source directly. git is the reference: a shallow clone holds exactly the
+// objects of `git clone --depth 1 --branch B file://SRC` (no other
+// branch's), a full one those of `git clone --branch B SRC`, with the same
+// refs, refspec, upstream, index and worktree; both pass fsck. The source
+// has loose objects, whole objects in a pack and, on the branch "old", a
+// blob stored as a delta, so both ways of copying an object are used; bare
+// and non-bare.
+func TestCloneLocalMatchesGit(t *testing.T) {
 	src, _ := newRepo(t, map[string]file{"big.txt": {content: bigText(0)}, "run.sh": {content: "#!/bin/sh\n", mode: 0o755}, "l": {link: "big.txt"}})
 	gitRun(t, src, "branch", "old")
 	writeFiles(t, src, map[string]file{"big.txt": {content: bigText(1)}, "dir/sub/x.txt": {content: "x\n"}})
@@ -35,24 +38,42 @@ func TestCloneLocalShallowMatchesGit(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "bare.git")
 	gitRun(t, "", "clone", "-q", "--bare", src, bare)
 
-	for _, tc := range []struct{ name, src, ref string }{
-		{"default branch", src, ""},
-		{"branch with a delta", src, "old"},
-		{"annotated tag", src, "v2"},
-		{"bare source", bare, "main"},
-	} {
+	type cloneCase struct {
+		name, src, url, ref string
+		depth               int
+	}
+	var cases []cloneCase
+	for _, depth := range []int{1, 0} {
+		for _, c := range []cloneCase{
+			{name: "default branch", src: src, url: src},
+			{name: "file URL", src: src, url: "file://" + src, ref: "main"},
+			{name: "branch with a delta", src: src, url: src, ref: "old"},
+			{name: "annotated tag", src: src, url: src, ref: "v2"},
+			{name: "bare source", src: bare, url: bare, ref: "main"},
+		} {
+			c.depth = depth
+			c.name = fmt.Sprintf("depth %d %s", depth, c.name)
+			cases = append(cases, c)
+		}
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := filepath.Join(t.TempDir(), "got")
-			ws, err := Clone(context.Background(), CloneOptions{URL: tc.src, Ref: tc.ref, Dir: got, Depth: 1})
+			ws, err := Clone(context.Background(), CloneOptions{URL: tc.url, Ref: tc.ref, Dir: got, Depth: tc.depth})
 			if err != nil {
 				t.Fatalf("Clone: %v", err)
 			}
 			want := filepath.Join(t.TempDir(), "want")
-			args := []string{"clone", "-q", "--depth", "1"}
+			args := []string{"clone", "-q"}
 			if tc.ref != "" {
 				args = append(args, "--branch", tc.ref)
 			}
-			gitRun(t, "", append(args, "file://"+tc.src, want)...)
+			if tc.depth > 0 {
+				args = append(args, "--depth", "1", "file://"+tc.src, want)
+			} else {
+				args = append(args, tc.src, want)
+			}
+			gitRun(t, "", args...)
 
 			if g, w := allObjects(t, got), allObjects(t, want); !slices.Equal(g, w) {
 				t.Errorf("objects differ from git's shallow clone:\ngot  %v\nwant %v", g, w)
@@ -78,7 +99,7 @@ func TestCloneLocalShallowMatchesGit(t *testing.T) {
 					t.Errorf("git %s: got %q (%v), want %q (%v)", strings.Join(q, " "), g, gerr, w, werr)
 				}
 			}
-			if ws.Base.String() != gitRun(t, want, "rev-parse", "HEAD") || !ws.Shallow || ws.RemoteURL != tc.src {
+			if ws.Base.String() != gitRun(t, want, "rev-parse", "HEAD") || ws.Shallow != (tc.depth > 0) || ws.RemoteURL != tc.url {
 				t.Errorf("workspace = %+v", ws)
 			}
 			if g, w := listTree(t, got), listTree(t, want); g != w {
@@ -150,4 +171,28 @@ func allObjects(t *testing.T, repo string) []string {
 	lines := strings.Split(out, "\n")
 	slices.Sort(lines)
 	return lines
+}
+
+// A linked worktree (its .git is a file) goes through the pack protocol; a
+// source whose HEAD is detached, with no ref asked for, is cloned at it.
+func TestCloneLocalWorktreeAndDetachedHead(t *testing.T) {
+	src, commits := sourceRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitRun(t, src, "worktree", "add", "-q", wt, "feature")
+	if localGitDir(wt) != "" {
+		t.Fatalf("localGitDir(%s) = %q, want the protocol for a linked worktree", wt, localGitDir(wt))
+	}
+	ws, err := Clone(context.Background(), CloneOptions{URL: wt, Ref: "feature", Dir: filepath.Join(t.TempDir(), "a"), Depth: 1})
+	if err != nil || ws.Base.String() != commits["c3"] {
+		t.Fatalf("clone of a worktree: %+v, %v; want base %s", ws, err, commits["c3"])
+	}
+	gitRun(t, src, "checkout", "-q", "--detach", commits["c1"])
+	ws, err = Clone(context.Background(), CloneOptions{URL: src, Dir: filepath.Join(t.TempDir(), "b"), Depth: 1})
+	if err != nil || ws.Base.String() != commits["c1"] {
+		t.Fatalf("clone of a detached HEAD: %+v, %v; want base %s", ws, err, commits["c1"])
+	}
+	if got := gitRun(t, ws.Dir, "rev-parse", "HEAD"); got != commits["c1"] || ws.Ref != "" || !ws.Shallow {
+		t.Errorf("clone of a detached HEAD: HEAD %s, workspace %+v; want %s, no ref, shallow", got, ws, commits["c1"])
+	}
+	fsckStrict(t, ws.Dir)
 }
