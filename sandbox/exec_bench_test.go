@@ -16,8 +16,8 @@ import (
 // script, the bare Engine API calls any exec needs (the floor: ExecCreate,
 // ExecAttach, the output read to its end, ExecInspect), and runner's Exec.
 // It does so on the busybox test image and on the Debian sandbox image
-// (dash, util-linux setsid). Goal: runner faster than the CLI, within 1.2x
-// of the floor.
+// (dash, dynamically linked programs). Goal: runner faster than the CLI,
+// within 1.2x of the floor.
 func BenchmarkExec(b *testing.B) {
 	for _, img := range []struct {
 		name  string

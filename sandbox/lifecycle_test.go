@@ -123,7 +123,7 @@ func TestExecEndsWhenRunnerDies(t *testing.T) {
 		t.Fatalf("helper printed no container id: %v\n%s", err, stderr.String())
 	}
 	id = strings.TrimSpace(id)
-	t.Cleanup(func() { dockerCLI(t, "rm", "-f", id) })
+	t.Cleanup(func() { dockerCLI(t, "rm", "-f", "-v", id) })
 	waitFor(t, 30*time.Second, func() bool { return sleepers(t, id, "sleep 600 ") != "" })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
