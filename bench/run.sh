@@ -128,6 +128,13 @@ run_group() {
 
 [ -n "$append" ] || : >"$out"
 for r in $(seq 1 "$rounds"); do
+	# Every other round, runner and its baselines run in reverse order
+	# (runImpls in bench/timing_test.go and BenchmarkExec read this).
+	if [ $((r % 2)) -eq 0 ]; then
+		export RUNNER_BENCH_REVERSE=1
+	else
+		unset RUNNER_BENCH_REVERSE
+	fi
 	for g in "$@"; do
 		echo "== round $r/$rounds: $g" >&2
 		run_group "$g" 2>&1 | tee -a "$out" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' >&2 || true
