@@ -47,6 +47,31 @@ func runHelper(mode string) int {
 	}
 }
 
+// startHelper starts this test binary as a runHelper child in mode, and
+// returns it with the id of the sandbox it opened and its stderr so far.
+// The child is killed at the end of the test.
+func startHelper(t *testing.T, mode, image, run string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+mode, "SANDBOX_TEST_IMAGE="+image, "SANDBOX_TEST_RUN="+run)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	id, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Wait()
+		t.Fatalf("helper printed no container id: %v\n%s", err, stderr.String())
+	}
+	return cmd, strings.TrimSpace(id), stderr
+}
+
 func TestCloseOnSignalAndPanic(t *testing.T) {
 	image := dockertest.Busybox(t)
 	for _, tc := range []struct {
@@ -58,31 +83,14 @@ func TestCloseOnSignalAndPanic(t *testing.T) {
 		{"panic", "panic", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER="+tc.mode, "SANDBOX_TEST_IMAGE="+image,
-				"SANDBOX_TEST_RUN="+dockertest.RunID+"-"+tc.name)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			id, err := bufio.NewReader(out).ReadString('\n')
-			if err != nil {
-				cmd.Wait()
-				t.Fatalf("helper printed no container id: %v\n%s", err, stderr.String())
-			}
-			id = strings.TrimSpace(id)
+			cmd, id, stderr := startHelper(t, tc.mode, image, dockertest.RunID+"-"+tc.name)
 			if tc.sig != nil {
 				time.Sleep(500 * time.Millisecond) // let the command start
 				cmd.Process.Signal(tc.sig)
 			}
 			waited := make(chan error, 1)
 			go func() { waited <- cmd.Wait() }()
+			var err error
 			select {
 			case err = <-waited:
 			case <-time.After(time.Minute):
@@ -104,25 +112,7 @@ func TestCloseOnSignalAndPanic(t *testing.T) {
 // watchdog waits, and the command ends with it. The sandbox itself stays,
 // for the next run's cleanup.
 func TestExecEndsWhenRunnerDies(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SANDBOX_TEST_HELPER=sigkill", "SANDBOX_TEST_IMAGE="+dockertest.Busybox(t),
-		"SANDBOX_TEST_RUN="+dockertest.RunID+"-sigkill")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	id, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Wait()
-		t.Fatalf("helper printed no container id: %v\n%s", err, stderr.String())
-	}
-	id = strings.TrimSpace(id)
+	cmd, id, _ := startHelper(t, "sigkill", dockertest.Busybox(t), dockertest.RunID+"-sigkill")
 	t.Cleanup(func() { dockerCLI(t, "rm", "-f", "-v", id) })
 	waitFor(t, 30*time.Second, func() bool { return sleepers(t, id, "sleep 600 ") != "" })
 	if err := cmd.Process.Kill(); err != nil {
