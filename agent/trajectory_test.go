@@ -126,3 +126,40 @@ func TestBudgetClampAndMissingUsage(t *testing.T) {
 		t.Errorf("spent $%v of $0.01", out.Spend.SpentUSD)
 	}
 }
+
+// Every line stays JSON, with its secrets masked, whatever the secrets and
+// the text: a secret spelled with quotes and backslashes, one that is JSON
+// punctuation itself, a private key cut off.
+func TestTrajectoryLinesStayValidAndSafe(t *testing.T) {
+	const (
+		quoted      = `pa"ss\word-1`
+		punctuation = `","type":"`
+	)
+	var buf bytes.Buffer
+	traj := NewTrajectory(&buf, quoted, punctuation)
+	contents := []string{
+		"password " + quoted + " and " + punctuation + " here",
+		"key -----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA",
+	}
+	for _, c := range contents {
+		traj.Record(Event{Type: EventMessage, Message: &WireMessage{Role: RoleUser, Content: c}, Arguments: c})
+	}
+	if err := traj.Err(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(contents) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(contents), buf.String())
+	}
+	for i, line := range lines {
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Type != EventMessage || e.Message == nil {
+			t.Fatalf("line %d is not the event: %v\n%s", i+1, err, line)
+		}
+		for _, s := range []string{quoted, punctuation, "MIIEow", "AAAA"} {
+			if strings.Contains(e.Message.Content, s) || strings.Contains(e.Arguments, s) {
+				t.Errorf("line %d keeps %q: %q", i+1, s, e.Message.Content)
+			}
+		}
+	}
+}
