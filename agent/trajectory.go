@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/internal/termsafe"
 )
 
 // Event types of a trajectory.
@@ -108,8 +109,9 @@ func (w *WireMessage) Message() Message {
 }
 
 // Trajectory writes events as JSON Lines, with secrets redacted from every
-// record (package redact). It is safe for concurrent use; a nil
-// *Trajectory records nothing.
+// record (package redact) and what a terminal could act on written as \u
+// escapes (termsafe.JSON), so that `tail -f` of a trajectory is safe. It is
+// safe for concurrent use; a nil *Trajectory records nothing.
 type Trajectory struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -136,7 +138,7 @@ func (t *Trajectory) Record(e Event) {
 	if err != nil {
 		return
 	}
-	line = t.redactLine(line)
+	line = termsafe.JSON(t.redactLine(line))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err != nil {

@@ -127,9 +127,10 @@ func TestBudgetClampAndMissingUsage(t *testing.T) {
 	}
 }
 
-// Every line stays JSON, with its secrets masked, whatever the secrets and
-// the text: a secret spelled with quotes and backslashes, one that is JSON
-// punctuation itself, a private key cut off.
+// Every line stays JSON, with its secrets masked, that a terminal can
+// show, whatever the secrets and the text: a secret spelled with quotes
+// and backslashes, one that is JSON punctuation itself, a private key cut
+// off, control sequences.
 func TestTrajectoryLinesStayValidAndSafe(t *testing.T) {
 	const (
 		quoted      = `pa"ss\word-1`
@@ -140,6 +141,7 @@ func TestTrajectoryLinesStayValidAndSafe(t *testing.T) {
 	contents := []string{
 		"password " + quoted + " and " + punctuation + " here",
 		"key -----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA",
+		"title \x1b]0;pwned\a clip \x1b]52;c;cHduZWQ=\a csi \u009b2J bidi \u202eevil",
 	}
 	for _, c := range contents {
 		traj.Record(Event{Type: EventMessage, Message: &WireMessage{Role: RoleUser, Content: c}, Arguments: c})
@@ -161,5 +163,15 @@ func TestTrajectoryLinesStayValidAndSafe(t *testing.T) {
 				t.Errorf("line %d keeps %q: %q", i+1, s, e.Message.Content)
 			}
 		}
+		for _, c := range []string{"\x1b", "\a", "\u009b", "\u202e"} {
+			if strings.Contains(line, c) {
+				t.Errorf("line %d holds %q raw: %s", i+1, c, line)
+			}
+		}
+	}
+	var e Event
+	json.Unmarshal([]byte(lines[2]), &e)
+	if e.Message.Content != contents[2] {
+		t.Errorf("the control sequences did not read back: %q", e.Message.Content)
 	}
 }

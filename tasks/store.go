@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/internal/termsafe"
 )
 
 // Names inside an out directory.
@@ -269,7 +270,7 @@ func (s *Store) Record(r Result) error {
 	if err := enc.Encode(r); err != nil { // one line, ending in '\n'
 		return fmt.Errorf("record result %s: %w", r.ID, err)
 	}
-	line := buf.Bytes()
+	line := termsafe.JSON(buf.Bytes()) // `cat results.jsonl` shows, and obeys, no control
 	if _, err := s.results.Write(line); err != nil {
 		// Cut a partial line off so that the next append starts clean.
 		if terr := s.results.Truncate(s.size); terr != nil {
