@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/runner-dev/runner/internal/redact"
 )
 
 // OpenAIConfig configures an OpenAIModel. Zero values select the defaults
@@ -63,7 +63,9 @@ type OpenAIModel struct {
 	client       openai.Client
 	policy       retryPolicy
 	useMaxTokens bool
-	apiKey       string
+	// secret hides the API key, and anything shaped like a key, from the
+	// errors and the server's messages.
+	secret *redact.Redactor
 }
 
 var _ Model = (*OpenAIModel)(nil)
@@ -98,7 +100,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAIModel, error) {
 	m := &OpenAIModel{
 		client:       openai.NewClient(opts...),
 		useMaxTokens: cfg.UseMaxTokens,
-		apiKey:       key,
+		secret:       redact.New(key),
 	}
 	m.policy = retryPolicy{
 		maxRetries:     cfg.MaxRetries,
@@ -108,7 +110,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAIModel, error) {
 		jitter:         cfg.Jitter,
 		sleep:          cfg.Sleep,
 		onRetry:        cfg.OnRetry,
-		redact:         m.redact,
+		redact:         m.secret.Error,
 	}
 	if m.policy.jitter == nil {
 		m.policy.jitter = equalJitter
@@ -140,7 +142,7 @@ func (m *OpenAIModel) Complete(ctx context.Context, req Request) (Response, erro
 		return m.send(actx, params)
 	})
 	if err != nil {
-		return Response{}, m.redact(fmt.Errorf("chat completion: %w", err))
+		return Response{}, m.secret.Error(fmt.Errorf("chat completion: %w", err))
 	}
 	return response(cc, len(body)), nil
 }
@@ -162,10 +164,10 @@ func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewP
 	var cc openai.ChatCompletion
 	if err := json.Unmarshal(raw, &cc); err != nil {
 		return nil, fmt.Errorf("%w: %v; body starts %q (is the base URL a Chat Completions API?)",
-			ErrBadResponse, err, m.redactText(excerpt(raw)))
+			ErrBadResponse, err, m.secret.String(excerpt(raw)))
 	}
 	if len(cc.Choices) == 0 {
-		return nil, fmt.Errorf("%w: no choices in body starting %q", ErrBadResponse, m.redactText(excerpt(raw)))
+		return nil, fmt.Errorf("%w: no choices in body starting %q", ErrBadResponse, m.secret.String(excerpt(raw)))
 	}
 	return &cc, nil
 }
@@ -178,7 +180,7 @@ func (m *OpenAIModel) refusal(res *http.Response) *ModelError {
 	}
 	e := parseErrorBody(body)
 	e.StatusCode = res.StatusCode
-	e.Message = m.redactText(e.Message)
+	e.Message = m.secret.String(e.Message)
 	e.RetryAfter, e.HasRetryAfter = retryAfter(res.Header, time.Now())
 	e.kind = refusalKind(e)
 	return e
@@ -319,35 +321,3 @@ func response(cc *openai.ChatCompletion, requestBytes int) Response {
 
 // tokensOf estimates the tokens in n bytes of text at four bytes a token.
 func tokensOf(n int) int64 { return int64(n+3) / 4 }
-
-// keyLike matches API keys as providers print them, masked or not.
-var keyLike = regexp.MustCompile(`\bsk-[A-Za-z0-9_*.\-]{4,}`)
-
-// redactText removes the configured API key and anything shaped like a key.
-func (m *OpenAIModel) redactText(s string) string {
-	if len(m.apiKey) >= 4 {
-		s = strings.ReplaceAll(s, m.apiKey, "[redacted]")
-	}
-	return keyLike.ReplaceAllString(s, "sk-[redacted]")
-}
-
-// redact returns err with any key removed from its text; errors.Is and
-// errors.As still see the original chain.
-func (m *OpenAIModel) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	text := err.Error()
-	if clean := m.redactText(text); clean != text {
-		return &redactedError{text: clean, err: err}
-	}
-	return err
-}
-
-type redactedError struct {
-	text string
-	err  error
-}
-
-func (e *redactedError) Error() string { return e.text }
-func (e *redactedError) Unwrap() error { return e.err }

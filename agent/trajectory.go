@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/internal/termsafe"
 )
 
 // Event types of a trajectory.
@@ -108,7 +109,9 @@ func (w *WireMessage) Message() Message {
 }
 
 // Trajectory writes events as JSON Lines, with secrets redacted from every
-// record. It is safe for concurrent use; a nil *Trajectory records nothing.
+// record (package redact) and what a terminal could act on written as \u
+// escapes (termsafe.JSON), so that `tail -f` of a trajectory is safe. It is
+// safe for concurrent use; a nil *Trajectory records nothing.
 type Trajectory struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -131,19 +134,37 @@ func (t *Trajectory) Record(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // so a secret is stored as written, and found
-	if err := enc.Encode(e); err != nil {
+	line, err := encodeLine(e)
+	if err != nil {
 		return
 	}
-	line := []byte(t.redact.String(buf.String()))
+	line = termsafe.JSON(t.redactLine(line))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err != nil {
 		return
 	}
 	_, t.err = t.w.Write(line)
+}
+
+// encodeLine writes v as one line of JSON, without HTML escaping so that a
+// secret is stored as written, and found.
+func encodeLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return buf.Bytes(), err
+}
+
+// redactLine hides the secrets of a JSON line, each string on its own.
+func (t *Trajectory) redactLine(line []byte) []byte {
+	if clean, err := t.redact.JSON(line); err == nil {
+		return clean
+	}
+	// Not reached (line is encoding/json's own); masking the text still
+	// hides every secret, if at the cost of the line's shape.
+	return []byte(t.redact.String(string(line)))
 }
 
 // Err is the first write error, if any.

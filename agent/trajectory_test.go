@@ -126,3 +126,52 @@ func TestBudgetClampAndMissingUsage(t *testing.T) {
 		t.Errorf("spent $%v of $0.01", out.Spend.SpentUSD)
 	}
 }
+
+// Every line stays JSON, with its secrets masked, that a terminal can
+// show, whatever the secrets and the text: a secret spelled with quotes
+// and backslashes, one that is JSON punctuation itself, a private key cut
+// off, control sequences.
+func TestTrajectoryLinesStayValidAndSafe(t *testing.T) {
+	const (
+		quoted      = `pa"ss\word-1`
+		punctuation = `","type":"`
+	)
+	var buf bytes.Buffer
+	traj := NewTrajectory(&buf, quoted, punctuation)
+	contents := []string{
+		"password " + quoted + " and " + punctuation + " here",
+		"key -----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA",
+		"title \x1b]0;pwned\a clip \x1b]52;c;cHduZWQ=\a csi \u009b2J bidi \u202eevil",
+	}
+	for _, c := range contents {
+		traj.Record(Event{Type: EventMessage, Message: &WireMessage{Role: RoleUser, Content: c}, Arguments: c})
+	}
+	if err := traj.Err(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(contents) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(contents), buf.String())
+	}
+	for i, line := range lines {
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Type != EventMessage || e.Message == nil {
+			t.Fatalf("line %d is not the event: %v\n%s", i+1, err, line)
+		}
+		for _, s := range []string{quoted, punctuation, "MIIEow", "AAAA"} {
+			if strings.Contains(e.Message.Content, s) || strings.Contains(e.Arguments, s) {
+				t.Errorf("line %d keeps %q: %q", i+1, s, e.Message.Content)
+			}
+		}
+		for _, c := range []string{"\x1b", "\a", "\u009b", "\u202e"} {
+			if strings.Contains(line, c) {
+				t.Errorf("line %d holds %q raw: %s", i+1, c, line)
+			}
+		}
+	}
+	var e Event
+	json.Unmarshal([]byte(lines[2]), &e)
+	if e.Message.Content != contents[2] {
+		t.Errorf("the control sequences did not read back: %q", e.Message.Content)
+	}
+}

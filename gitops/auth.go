@@ -8,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+
+	"github.com/runner-dev/runner/internal/redact"
 )
 
 // DefaultTokenUser is the basic-auth user name sent with a token when the
@@ -56,20 +58,20 @@ type RemoteSpec struct {
 
 // remoteAccess is a RemoteSpec made ready for go-git.
 type remoteAccess struct {
-	url     string // safe to store and print
-	auth    transport.AuthMethod
-	secrets []string // strings to scrub from errors
+	url    string // safe to store and print
+	auth   transport.AuthMethod
+	secret *redact.Redactor // hides the credentials from errors
 }
 
 // access splits the spec into a URL without embedded credentials and the
 // auth method that carries them instead. Credentials embedded in an http(s)
 // URL are used when no Token is given.
 func (r RemoteSpec) access() (remoteAccess, error) {
-	a := remoteAccess{url: RedactURL(r.URL)}
-	a.secrets = append(urlSecrets(r.URL), r.Auth.Token, r.Auth.SSHKeyPassphrase)
+	a := remoteAccess{url: redact.URL(r.URL)}
+	a.secret = redact.New(append(redact.URLSecrets(r.URL), r.Auth.Token, r.Auth.SSHKeyPassphrase)...)
 	ep, err := transport.NewEndpoint(r.URL)
 	if err != nil {
-		return a, scrub(fmt.Errorf("parse remote URL %q: %w", a.url, err), a.secrets...)
+		return a, a.secret.Error(fmt.Errorf("parse remote URL %q: %w", a.url, err))
 	}
 	switch ep.Protocol {
 	case "http", "https":
@@ -97,7 +99,7 @@ func (r RemoteSpec) access() (remoteAccess, error) {
 		}
 		keys, err := gitssh.NewPublicKeysFromFile(user, r.Auth.SSHKeyFile, r.Auth.SSHKeyPassphrase)
 		if err != nil {
-			return a, scrub(fmt.Errorf("load ssh key %s: %w", r.Auth.SSHKeyFile, err), a.secrets...)
+			return a, a.secret.Error(fmt.Errorf("load ssh key %s: %w", r.Auth.SSHKeyFile, err))
 		}
 		a.auth = keys
 	case "file":

@@ -70,7 +70,7 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 	}
 	defer func() {
 		if err != nil {
-			err = scrub(err, acc.secrets...)
+			err = acc.secret.Error(err)
 			emptyDir(opts.Dir)
 		}
 	}()

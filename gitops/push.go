@@ -90,7 +90,7 @@ func pushRefSpec(ctx context.Context, repo *git.Repository, remote RemoteSpec, s
 	default:
 		err = fmt.Errorf("push %s to %s: %w", spec, acc.url, err)
 	}
-	return scrub(err, acc.secrets...)
+	return acc.secret.Error(err)
 }
 
 // DeleteRemoteBranch deletes branch from a remote only, for a result branch

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/internal/redact"
 )
 
 // spec is one task, or the defaults, as written: nil means unset.
@@ -255,7 +257,7 @@ func decodeEnv(r *reader, v *yaml.Node, a at, s *spec) {
 		if !ok && val.Kind != yaml.ScalarNode {
 			continue
 		}
-		if kind := credentialKind(text); kind != "" {
+		if kind := redact.Kind(text); kind != "" {
 			r.addField(val, ka, "the value looks like %s; env is for non-secret values only, since the agent can read and leak them", kind)
 			continue
 		}

@@ -160,46 +160,6 @@ func TestLevenshtein(t *testing.T) {
 	}
 }
 
-func TestCredentialKind(t *testing.T) {
-	tests := []struct{ value, want string }{
-		{"sk-proj-abcdefghijklmnop1234", "an API key (sk-...)"},
-		{"Bearer sk-ant-api03-abcdefghijklmnopqrstu", "an API key (sk-...)"},
-		{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "a GitHub token"},
-		{"github_pat_11ABCDEFG0123456789_abcdef", "a GitHub token"},
-		{"AKIAIOSFODNN7EXAMPLE", "an AWS access key"},
-		{"glpat-abcdefghijklmnopqrst", "a GitLab token"},
-		{"xoxb-1234567890-abcdef", "a Slack token"},
-		{"-----BEGIN OPENSSH PRIVATE KEY-----\nabc", "a private key"},
-		{"-mod=mod", ""},
-		{"task-sk-1", ""},
-		{"ghp_short", ""},
-		{"https://proxy.golang.org", ""},
-	}
-	for _, tt := range tests {
-		if got := credentialKind(tt.value); got != tt.want {
-			t.Errorf("credentialKind(%q) = %q, want %q", tt.value, got, tt.want)
-		}
-	}
-}
-
-func TestRedactRepo(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"https://github.com/o/r.git", "https://github.com/o/r.git"},
-		{"https://user:s3cret@github.com/o/r.git", "https://user:xxxxx@github.com/o/r.git"},
-		{"https://ghp_tokenasuser@github.com/o/r.git", "https://xxxxx@github.com/o/r.git"},
-		{"ssh://git@host:2222/o/r.git", "ssh://git@host:2222/o/r.git"},
-		{"ssh://git:pw@host/o/r.git", "ssh://git:xxxxx@host/o/r.git"},
-		{"git@github.com:o/r.git", "git@github.com:o/r.git"},
-		{"/home/me/src/app", "/home/me/src/app"},
-		{"https://u:p%zz@host/r", "https://xxxxx@host/r"},
-	}
-	for _, tt := range tests {
-		if got := RedactRepo(tt.in); got != tt.want {
-			t.Errorf("RedactRepo(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestIsRemoteAndShouldPush(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {

@@ -44,12 +44,16 @@ type ValidationError struct {
 }
 
 // Error prints one problem per line.
-func (e *ValidationError) Error() string {
+func (e *ValidationError) Error() string { return strings.Join(e.ErrorLines(), "\n") }
+
+// ErrorLines returns the lines of Error, one problem each, for a printer
+// that escapes each line on its own.
+func (e *ValidationError) ErrorLines() []string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		lines[i] = p.String()
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 // sortProblems orders problems by position, keeping the order of discovery

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runner-dev/runner/internal/redact"
+	"github.com/runner-dev/runner/internal/termsafe"
 )
 
 // Names inside an out directory.
@@ -236,8 +239,9 @@ func (s *Store) Start(id string) (attempt int, err error) {
 }
 
 // Record appends r to results.jsonl as one line, written in a single append
-// and synced before Record returns. The repo URL and the error text are
-// redacted first. A zero Attempt is filled in with the attempt last started
+// and synced before Record returns. The repo URL loses its credentials,
+// and the error and the summary their URL credentials and credential
+// shapes (redact); hiding the run's secret values is the caller's part. A zero Attempt is filled in with the attempt last started
 // for the task (or one more than the last recorded, if none was started).
 func (s *Store) Record(r Result) error {
 	if err := CheckID(r.ID); err != nil {
@@ -246,8 +250,9 @@ func (s *Store) Record(r Result) error {
 	if !r.Status.Valid() {
 		return fmt.Errorf("record result %s: unknown status %q", r.ID, r.Status)
 	}
-	r.Repo = RedactRepo(r.Repo)
-	r.Error = redactText(r.Error)
+	r.Repo = redact.URL(r.Repo)
+	var shapes *redact.Redactor // no secret values: URLs and shapes only
+	r.Error, r.Summary = shapes.String(r.Error), shapes.String(r.Summary)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -265,7 +270,7 @@ func (s *Store) Record(r Result) error {
 	if err := enc.Encode(r); err != nil { // one line, ending in '\n'
 		return fmt.Errorf("record result %s: %w", r.ID, err)
 	}
-	line := buf.Bytes()
+	line := termsafe.JSON(buf.Bytes()) // `cat results.jsonl` shows, and obeys, no control
 	if _, err := s.results.Write(line); err != nil {
 		// Cut a partial line off so that the next append starts clean.
 		if terr := s.results.Truncate(s.size); terr != nil {

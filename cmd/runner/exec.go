@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -107,16 +106,21 @@ func execTask(ctx context.Context, d *deps, opts *execOptions, prompt string) er
 	}
 	var ask func(context.Context, string) (string, error)
 	if cli.IsTerminal(d.stdout) && isTerminalReader(d.stdin) {
-		ask = terminalAsk(d.stdin, d.printer.Err())
+		ask = terminalAsk(d.stdin, d.printer)
 	}
 	return runQueue(ctx, d, &opts.runOptions, []tasks.Task{t}, ask)
 }
 
 // terminalAsk asks the agent's questions on the terminal and reads one line.
-func terminalAsk(in io.Reader, out io.Writer) func(context.Context, string) (string, error) {
+// The question's lines are shown escaped and indented: none of them can
+// pass for the prompt.
+func terminalAsk(in io.Reader, p *cli.Printer) func(context.Context, string) (string, error) {
 	r := bufio.NewReader(in)
 	return func(ctx context.Context, q string) (string, error) {
-		fmt.Fprintf(out, "\nThe agent asks: %s\nYour answer (empty to let it decide): ", q)
+		p.Note("")
+		p.Note("The agent asks:")
+		p.Excerpt("  ", q)
+		p.Prompt("Your answer (empty to let it decide): ")
 		line, err := r.ReadString('\n')
 		return strings.TrimSpace(line), err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -76,7 +75,9 @@ func runImageBuild(ctx context.Context, opts *imageBuildOptions) error {
 		return err
 	}
 	defer e.Close()
-	bo := sandbox.BuildOptions{Dockerfile: runner.SandboxDockerfile, Tag: opts.tag, Progress: opts.printer.Err()}
+	stream := opts.printer.Stream() // the build's output, escaped line by line
+	defer stream.Flush()
+	bo := sandbox.BuildOptions{Dockerfile: runner.SandboxDockerfile, Tag: opts.tag, Progress: stream}
 	if opts.base != "" {
 		bo.Args = map[string]string{"BASE_IMAGE": opts.base}
 	}
@@ -87,7 +88,7 @@ func runImageBuild(ctx context.Context, opts *imageBuildOptions) error {
 	}
 	if err := e.BuildImage(ctx, bo); err != nil {
 		if opts.quiet && len(kept.buf) > 0 {
-			fmt.Fprintf(opts.printer.Err(), "%s\n", kept.String())
+			io.WriteString(stream, kept.String())
 		}
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/termsafe"
 )
 
 func main() {
@@ -52,14 +53,16 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 	if errors.As(err, &exit) && exit.Err == nil {
 		return code
 	}
-	msg := strings.TrimSpace(err.Error())
+	lines := cli.ErrorLines(err) // escaped: errors carry paths and texts of the agent's
 	if errors.Is(err, cli.ErrInterrupted) {
-		msg = "interrupted"
+		lines = []string{"interrupted"}
 	}
-	fmt.Fprintf(w, "runner: %s\n", msg)
+	var b strings.Builder
+	b.WriteString("runner: " + strings.Join(lines, "\n") + "\n")
 	if hint := cli.Hint(err); hint != "" {
-		fmt.Fprintf(w, "hint: %s\n", hint)
+		b.WriteString("hint: " + termsafe.Escape(hint) + "\n")
 	}
+	io.WriteString(w, b.String())
 	var usage *cli.UsageError
 	if errors.As(err, &usage) && cmd != nil {
 		fmt.Fprintf(w, "\n%s", cmd.UsageString())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/runner-dev/runner/gitops"
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -70,7 +71,7 @@ func (t rollbackTarget) apply(ctx context.Context, auth gitops.Credentials, dryR
 	default:
 		var remote *gitops.RemoteSpec
 		if t.Remote != "" {
-			o.Remote = gitops.RedactURL(t.Remote)
+			o.Remote = redact.URL(t.Remote)
 			remote = &gitops.RemoteSpec{URL: t.Remote, Auth: auth}
 		}
 		if t.FromResults && t.Commit != "" {

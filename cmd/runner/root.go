@@ -57,7 +57,7 @@ func (d *deps) setup() error {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return cli.Usagef("log level %q: want debug, info, warn or error", level)
 	}
-	d.log = slog.New(slog.NewTextHandler(d.stderr, &slog.HandlerOptions{Level: lv}))
+	d.log = slog.New(cli.NewLogHandler(d.stderr, lv))
 	slog.SetDefault(d.log)
 	d.printer = cli.NewPrinter(d.stdout, d.stderr, cli.PrinterOptions{NoColor: d.globals.noColor, Getenv: d.getenv})
 	return nil

@@ -103,6 +103,10 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	if err != nil {
 		return err
 	}
+	secrets, err := opts.model.secrets(d.getenv, queue)
+	if err != nil {
+		return configErr(err)
+	}
 	store, err := tasks.OpenStore(opts.out)
 	if err != nil {
 		return configErr(err)
@@ -135,7 +139,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		NewModel:     opts.model.factory(),
 		Prices:       prices,
 		GitAuth:      gitAuth(d.getenv),
-		Secrets:      opts.model.secrets(d.getenv, queue),
+		Secrets:      secrets,
 		Ask:          ask,
 		Progress:     progress,
 	})

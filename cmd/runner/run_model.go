@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/batch"
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
 )
@@ -125,20 +128,49 @@ func (m *modelFlags) factory() func(string, *agent.Trajectory) (agent.Model, err
 	}
 }
 
-// secrets lists the values no trajectory, result or commit may show: the
-// API key, the git token, and credentials inside repository URLs.
-func (m *modelFlags) secrets(getenv func(string) string, queue []tasks.Task) []string {
-	s := []string{m.apiKey, getenv("RUNNER_GIT_TOKEN"), getenv("GITHUB_TOKEN")}
+// secrets lists the values nothing runner writes may show: the API key,
+// the git tokens, the values of the --secret-env variables and the
+// credentials inside the queue's repository URLs. A value too short to be
+// hidden (redact.MinSecretLen) is refused, and so is a --secret-env
+// variable that is not set: each would leave a secret visible. All
+// problems are reported at once, each naming where the value comes from.
+func (m *modelFlags) secrets(getenv func(string) string, queue []tasks.Task) ([]string, error) {
+	var values, problems []string
+	add := func(where, value, advice string) {
+		if value == "" {
+			return
+		}
+		if err := redact.CheckSecret(value); err != nil {
+			if p := fmt.Sprintf("%s: the value is %v%s", where, err, advice); !slices.Contains(problems, p) {
+				problems = append(problems, p)
+			}
+			return
+		}
+		values = append(values, value)
+	}
+	add(m.apiKeyEnv+" (the API key)", m.apiKey, "; unset it if the endpoint needs no key")
+	add("RUNNER_GIT_TOKEN", getenv("RUNNER_GIT_TOKEN"), "")
+	add("GITHUB_TOKEN", getenv("GITHUB_TOKEN"), "")
 	for _, name := range m.secretEnv {
-		s = append(s, getenv(name))
+		if getenv(name) == "" {
+			problems = append(problems, fmt.Sprintf("--secret-env %s: the variable is not set, so its secret would not be hidden", name))
+			continue
+		}
+		add("--secret-env "+name, getenv(name), "")
 	}
 	for _, t := range queue {
-		if u, err := url.Parse(t.Repo); err == nil && u.User != nil {
-			pass, _ := u.User.Password()
-			s = append(s, u.User.Username(), pass)
+		where := fmt.Sprintf("task %q: the credential in its repo URL", t.ID)
+		if t.Source.File != "" {
+			where = fmt.Sprintf("%s:%d: %s", t.Source.File, t.Source.Line, where)
+		}
+		for _, s := range redact.URLSecrets(t.Repo) {
+			add(where, s, "")
 		}
 	}
-	return s
+	if len(problems) > 0 {
+		return nil, &batch.ConfigError{Problems: problems}
+	}
+	return values, nil
 }
 
 // gitAuth is the token for https remotes.

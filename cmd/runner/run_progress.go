@@ -25,7 +25,7 @@ func (g *progress) say(format string, a ...any) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	fmt.Fprintf(g.p.Err(), format+"\n", a...)
+	g.p.Note(format, a...)
 }
 
 func (g *progress) Skipped(t tasks.Task, r tasks.Result) {

@@ -45,20 +45,25 @@ func gitServer(t *testing.T, root, token string) (url string, seen func() []stri
 	return srv.URL, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), passwords...) }
 }
 
-// A canary API key, a token inside a repository URL and a configured secret
-// appear nowhere: not in the sandbox (environment, files, .git/config), the
-// runner's output, the trajectories, the results, the commit message or the
+// A canary API key, the git tokens of the environment (RUNNER_GIT_TOKEN,
+// the one sent, and GITHUB_TOKEN), a token inside a repository URL and a
+// configured secret appear nowhere: not in the sandbox (environment,
+// files, .git/config), the runner's output and debug log, the
+// trajectories, the results, the commit message, the pushed branch or the
 // error strings.
 func TestSecretsAppearNowhere(t *testing.T) {
 	const (
-		apiKey     = "sk-canary-apikey-4b1f9e2d7c"
-		urlToken   = "canary-urltoken-83jd92ka"
-		configured = "canary-dbpass-x7q2m9"
+		apiKey      = "sk-canary-apikey-4b1f9e2d7c"
+		gitToken    = "canary-runnergittoken-5kq8w1"
+		githubToken = "canary-githubtoken-p3z7r0"
+		urlToken    = "canary-urltoken-83jd92ka"
+		configured  = "canary-dbpass-x7q2m9"
 	)
 	src, _ := sourceRepo(t, map[string]string{"app.txt": "v1\n"})
 	root := t.TempDir()
 	gitCLI(t, root, "clone", "-q", "--bare", src, filepath.Join(root, "app.git"))
-	base, seen := gitServer(t, root, urlToken)
+	// RUNNER_GIT_TOKEN goes before GITHUB_TOKEN and before the URL's own.
+	base, seen := gitServer(t, root, gitToken)
 	withToken := strings.Replace(base, "http://", "http://x-access-token:"+urlToken+"@", 1)
 
 	srv, _ := modelServer(t, map[string][]fakellm.Turn{
@@ -67,7 +72,8 @@ func TestSecretsAppearNowhere(t *testing.T) {
 			fakellm.ToolCall("run_command", `{"command":"env; tr '\\0' '\\n' </proc/1/environ; cat .git/config; git remote -v; grep -rl canary- /etc /home /workspace /tmp 2>/dev/null | head"}`),
 			edit("app.txt", "v1", "v2"),
 			// A model that repeats a secret in its summary.
-			complete("Done. The key is " + apiKey + " and the password " + configured + " and the token " + urlToken),
+			complete("Done. The key is " + apiKey + " and the password " + configured + " and the tokens " + urlToken +
+				", " + gitToken + ", " + githubToken),
 		},
 	})
 	file := writeTaskFile(t, fmt.Sprintf(`
@@ -77,12 +83,13 @@ tasks:
   - {id: missing, repo: "%s/missing.git", prompt: "Never runs."}
 `, dockertest.Busybox(t), withToken, withToken))
 	out := filepath.Join(t.TempDir(), "out")
-	cmd := runnerCmd(t, srv, "run", file, "--out", out, "--secret-env", "DB_PASSWORD")
-	cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+apiKey, "DB_PASSWORD="+configured)
+	cmd := runnerCmd(t, srv, "run", file, "--out", out, "--secret-env", "DB_PASSWORD", "--log-level", "debug")
+	cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+apiKey, "DB_PASSWORD="+configured,
+		"RUNNER_GIT_TOKEN="+gitToken, "GITHUB_TOKEN="+githubToken)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Run()
-	secrets := []string{apiKey, urlToken, configured}
+	secrets := []string{apiKey, gitToken, githubToken, urlToken, configured}
 
 	// The secrets were really in play: the key reached the model API and the
 	// token the git server.
@@ -90,8 +97,8 @@ tasks:
 	if len(reqs) == 0 || reqs[0].Header.Get("Authorization") != "Bearer "+apiKey {
 		t.Fatalf("the model API did not get the key: %d requests", len(reqs))
 	}
-	if !strings.Contains(strings.Join(seen(), " "), urlToken) {
-		t.Fatalf("the git server never saw the token")
+	if !strings.Contains(strings.Join(seen(), " "), gitToken) {
+		t.Fatalf("the git server never saw RUNNER_GIT_TOKEN")
 	}
 	results := byID(readResultLines(t, out))
 	if r := results["leak"]; r.Status != tasks.StatusSucceeded || !r.Pushed {
@@ -133,4 +140,5 @@ tasks:
 		t.Errorf("the summary's secrets were not masked in the commit message:\n%s", msg)
 	}
 	check("the pushed repository's config", gitCLI(t, filepath.Join(root, "app.git"), "config", "--list"))
+	check("the pushed branch", gitCLI(t, filepath.Join(root, "app.git"), "log", "-p", "--format=%H %an %ae %B", "main..agent/leak"))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -104,7 +105,7 @@ func checkFile(path string) fileCheck {
 	fc.OK, fc.Format, fc.queue = true, q.Format, q
 	for _, t := range q.Tasks {
 		v := taskView{
-			ID: t.ID, Line: t.Source.Line, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, Branch: t.Branch,
+			ID: t.ID, Line: t.Source.Line, Repo: redact.URL(t.Repo), Ref: t.Ref, Branch: t.Branch,
 			Model: t.Model, Image: t.Image, BudgetUSD: t.BudgetUSD, MaxSteps: t.MaxSteps,
 			Check: t.Check, CheckRetries: t.CheckRetries, Network: string(t.Network), PushOnSuccess: t.ShouldPush(true),
 		}
@@ -157,7 +158,7 @@ func runValidate(opts *validateOptions) error {
 func queueSummary(q *tasks.Queue) string {
 	var repos, models, images, budgets, timeouts []string
 	for _, t := range q.Tasks {
-		repos = append(repos, tasks.RedactRepo(t.Repo))
+		repos = append(repos, redact.URL(t.Repo))
 		models = append(models, t.Model)
 		images = append(images, t.Image)
 		b := ""

@@ -19,6 +19,7 @@ import (
 	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/gitops"
 	"github.com/runner-dev/runner/internal/policy"
+	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
 )
@@ -150,14 +151,14 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 			continue
 		}
 		if ctx.Err() != nil {
-			sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: tasks.RedactRepo(p.task.Repo),
+			sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: redact.URL(p.task.Repo),
 				Error: "the run was stopped before this task started"}
 			continue
 		}
 		g.Go(func() error {
 			if ctx.Err() != nil { // stopped while this task waited for a slot
 				mu.Lock()
-				sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: tasks.RedactRepo(p.task.Repo),
+				sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: redact.URL(p.task.Repo),
 					Error: "the run was stopped before this task started"}
 				mu.Unlock()
 				return nil
@@ -232,7 +233,7 @@ func plan(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) ([]ta
 		}
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("%w:\n  %s", ErrConfig, strings.Join(problems, "\n  "))
+		return nil, &ConfigError{Problems: problems}
 	}
 	return plans, nil
 }

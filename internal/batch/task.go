@@ -25,7 +25,7 @@ const sandboxMargin = 15 * time.Minute
 // and always records a result, unless the out directory itself fails.
 func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result, recordErr error) {
 	t := p.task
-	res = tasks.Result{ID: t.ID, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, Branch: t.Branch, StartedAt: time.Now().UTC()}
+	res = tasks.Result{ID: t.ID, Repo: redact.URL(t.Repo), Ref: t.Ref, Branch: t.Branch, StartedAt: time.Now().UTC()}
 	attempt, err := deps.Store.Start(t.ID)
 	if err != nil {
 		res.Status, res.Error = tasks.StatusError, err.Error()

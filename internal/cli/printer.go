@@ -3,11 +3,14 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 
 	"golang.org/x/term"
+
+	"github.com/runner-dev/runner/internal/termsafe"
 )
 
 // ANSI colours used on a terminal.
@@ -24,6 +27,13 @@ const (
 // every line is plain text with no colour and no decoration, fit for a pipe
 // or a log file. Colour is used only on a terminal, and never when NO_COLOR
 // is set or --no-color was given.
+//
+// The format strings are runner's own; every argument is untrusted and is
+// printed escaped by termsafe.Escape (control characters, bidi overrides,
+// line breaks...), whatever the verb, so that nothing the agent or a
+// repository wrote can drive the terminal or forge a line. Multi-line
+// untrusted text goes through Excerpt; JSON is valid JSON with the same
+// escaping applied inside its strings.
 type Printer struct {
 	out, errw          io.Writer
 	outTTY, errTTY     bool
@@ -63,26 +73,46 @@ func (p *Printer) Terminal() bool { return p.outTTY }
 // Color reports whether the output is coloured.
 func (p *Printer) Color() bool { return p.outColor }
 
-// Out is the writer of results, for output the printer does not shape.
-func (p *Printer) Out() io.Writer { return p.out }
+// Stream returns a writer that passes a stream of untrusted lines (a
+// build's output) to the diagnostics writer, each line escaped; the caller
+// flushes it at the end.
+func (p *Printer) Stream() *termsafe.Writer { return termsafe.NewWriter(p.errw) }
 
-// Err is the writer of diagnostics (warnings, progress, errors).
-func (p *Printer) Err() io.Writer { return p.errw }
-
-// Printf writes formatted text to the output as is.
+// Printf writes formatted text to the output, its arguments escaped.
 func (p *Printer) Printf(format string, a ...any) {
-	fmt.Fprintf(p.out, format, a...)
+	fmt.Fprintf(p.out, format, escaped(a)...)
 }
 
 // Line writes one line of output.
 func (p *Printer) Line(format string, a ...any) {
-	fmt.Fprintf(p.out, format+"\n", a...)
+	fmt.Fprintf(p.out, format+"\n", escaped(a)...)
+}
+
+// Note writes one line to the diagnostics writer, undecorated: progress.
+func (p *Printer) Note(format string, a ...any) {
+	fmt.Fprintf(p.errw, format+"\n", escaped(a)...)
+}
+
+// Excerpt writes untrusted multi-line text (an agent's question) to the
+// diagnostics writer, one line of it a line, each escaped and preceded by
+// indent, so that none of its lines can pass for one of runner's.
+func (p *Printer) Excerpt(indent, text string) {
+	var b bytes.Buffer
+	for _, line := range termsafe.Lines(text) {
+		b.WriteString(indent + line + "\n")
+	}
+	p.errw.Write(b.Bytes())
+}
+
+// Prompt writes a prompt, without a line end, to the diagnostics writer.
+func (p *Printer) Prompt(format string, a ...any) {
+	fmt.Fprintf(p.errw, format, escaped(a)...)
 }
 
 // Success writes one line reporting something done; on a colour terminal it
 // is marked with a green check.
 func (p *Printer) Success(format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
+	msg := fmt.Sprintf(format, escaped(a)...)
 	if p.outColor {
 		msg = green + "✓" + reset + " " + msg
 	}
@@ -91,7 +121,7 @@ func (p *Printer) Success(format string, a ...any) {
 
 // Heading writes a line that introduces a list; bold on a colour terminal.
 func (p *Printer) Heading(format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
+	msg := fmt.Sprintf(format, escaped(a)...)
 	if p.outColor {
 		msg = bold + msg + reset
 	}
@@ -104,13 +134,13 @@ func (p *Printer) Warn(format string, a ...any) {
 	if p.errColor {
 		label = yellow + label + reset
 	}
-	fmt.Fprintln(p.errw, label+" "+fmt.Sprintf(format, a...))
+	fmt.Fprintln(p.errw, label+" "+fmt.Sprintf(format, escaped(a)...))
 }
 
 // Problem writes one line describing a failure to the diagnostics writer,
 // red on a colour terminal.
 func (p *Printer) Problem(format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
+	msg := fmt.Sprintf(format, escaped(a)...)
 	if p.errColor {
 		msg = red + msg + reset
 	}
@@ -118,12 +148,17 @@ func (p *Printer) Problem(format string, a ...any) {
 }
 
 // JSON writes v as indented JSON followed by a newline: the machine output
-// of --json.
+// of --json. Strings keep their exact value for a JSON reader; what a
+// terminal could act on in them is written as a \u escape (termsafe.JSON).
 func (p *Printer) JSON(v any) error {
-	enc := json.NewEncoder(p.out)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	if _, err := p.out.Write(termsafe.JSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

@@ -1,4 +1,6 @@
-package cli
+// Package ptytest opens pseudo-terminals for tests of what reaches a
+// terminal.
+package ptytest
 
 import (
 	"fmt"
@@ -8,10 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openTerminal opens a pseudo-terminal and returns its terminal end, the
-// side a program sees as its stdout, and the other end, which reads what
-// was written.
-func openTerminal(t *testing.T) (tty, ptmx *os.File) {
+// Open opens a pseudo-terminal and returns its terminal end, the side a
+// program sees as its stdin or stdout, and the other end, which reads what
+// was written to the terminal and writes what is typed on it. Both are
+// closed when the test ends; the test is skipped where there is no
+// pseudo-terminal.
+func Open(t testing.TB) (tty, ptmx *os.File) {
 	t.Helper()
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
