@@ -246,10 +246,12 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 }
 
 // branchFromEarlierAttempt reports whether the task's branch was left by
-// an earlier attempt of this task in this out directory.
+// an earlier attempt of this task: its commit's trailers name the task and
+// its only parent is the base this attempt starts from.
 func (w *work) branchFromEarlierAttempt() bool {
-	_, msg, found, err := gitops.BranchHead(w.repoPath, w.task.Branch)
-	return err == nil && found && strings.Contains(msg, "\nRunner-Task: "+w.task.ID+"\n")
+	c, found, err := gitops.ReadBranch(w.repoPath, w.task.Branch)
+	return err == nil && found && madeForTask(c.Message, w.task.ID) &&
+		len(c.Parents) == 1 && c.Parents[0] == w.clone.Base
 }
 
 // account copies the meter's totals into the result.
