@@ -25,7 +25,7 @@ const sandboxMargin = 15 * time.Minute
 // and always records a result, unless the out directory itself fails.
 func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result, recordErr error) {
 	t := p.task
-	res = tasks.Result{ID: t.ID, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, Branch: t.Branch, StartedAt: time.Now().UTC()}
+	res = tasks.Result{ID: t.ID, Repo: tasks.RedactRepo(t.Repo), Ref: t.Ref, StartedAt: time.Now().UTC()}
 	attempt, err := deps.Store.Start(t.ID)
 	if err != nil {
 		res.Status, res.Error = tasks.StatusError, err.Error()
@@ -228,10 +228,9 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 		return
 	}
 	if cr.NoChanges {
-		w.res.Branch = ""
 		return
 	}
-	w.res.Commit = cr.Hash.String()
+	w.res.Branch, w.res.Commit = t.Branch, cr.Hash.String()
 	if t.ShouldPush(w.res.Status == tasks.StatusSucceeded) {
 		err := gitops.Push(ctx, w.repoPath, gitops.RemoteSpec{URL: t.Repo, Auth: w.deps.GitAuth}, t.Branch, w.opt.Force)
 		if err != nil {
