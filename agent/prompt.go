@@ -22,7 +22,8 @@ func systemPrompt(cfg Config, tools []ToolSpec) string {
 	protected := ""
 	if len(cfg.Policy.Protected) > 0 {
 		protected = "\n- These paths are protected: " + strings.Join(cfg.Policy.Protected, ", ") + ". Do not change " +
-			"them in any way: the file tools refuse them, and a result that changes them is rejected whole."
+			"them in any way, nor put a symlink at or above them: the file tools refuse them, and a result that " +
+			"changes them (by any spelling of their names or through a symlink) is rejected whole."
 	}
 	return strings.TrimSpace(fmt.Sprintf(`
 You are a software engineer working alone on a task in a repository. Nobody watches you work: act, do not ask for permission.

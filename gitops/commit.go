@@ -35,8 +35,11 @@ type CommitOptions struct {
 	// MaxEntries refuses snapshots with more tar entries, counting those
 	// of the skipped .git directories; DefaultMaxEntries if zero.
 	MaxEntries int
-	// Protected are globs (see wildmatch.MatchPath) of paths the commit
-	// may not add, modify, delete or change the type of: such a snapshot is
+	// Protected are globs (see policy.Protection) of paths the commit may
+	// not add, modify, delete or change the type of, under any spelling a
+	// file system takes for them, directly or through a symlink; nor may
+	// it add, change or remove a symlink or submodule at or above paths a
+	// glob could match (see policy.Protection.Exposed). Such a snapshot is
 	// refused with a *ProtectedPathError.
 	Protected []string
 }
@@ -168,7 +171,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	}
 	files := planTree(baseFiles, snap, newIgnoreRules(exclude, snap.ignoreFiles))
 	changes := diffFiles(baseFiles, files)
-	if err := checkProtected(changes, opts.Protected); err != nil {
+	if err := checkProtected(ctx, st, baseFiles, files, snap, changes, opts.Protected); err != nil {
 		return CommitResult{}, err
 	}
 	if err := writeBlobs(ctx, repo, snap, files); err != nil {

@@ -65,7 +65,10 @@ type Result struct {
 	Repo string `json:"repo"`
 	Ref  string `json:"ref,omitempty"`
 	// Base is the commit the task started from.
-	Base   string `json:"base,omitempty"`
+	Base string `json:"base,omitempty"`
+	// Branch is the branch the task's commit is on; like Commit, it is
+	// empty when nothing was committed (an error before the commit, a
+	// refused or failed commit, no changes, an interrupted task).
 	Branch string `json:"branch,omitempty"`
 	// Commit is the head of Branch, empty when nothing was committed.
 	Commit     string    `json:"commit,omitempty"`
@@ -81,6 +84,20 @@ type Result struct {
 	// Questions are the questions the agent asked and that nobody answered.
 	Questions []string `json:"questions,omitempty"`
 	Summary   string   `json:"summary,omitempty"`
+}
+
+// UnmarshalJSON reads a result. Earlier versions named the task's branch
+// even when nothing was committed; such a branch was never made, so a
+// result without a commit is read without a branch.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result // without this method
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if r.Commit == "" {
+		r.Branch = ""
+	}
+	return nil
 }
 
 // Duration is a time.Duration written in JSON as text, like "1m30.5s".

@@ -96,6 +96,7 @@ func TestStoreRecordAndReload(t *testing.T) {
 	wantA.Attempt, wantB.Attempt = 1, 1 // filled in by Record
 	wantB.Repo = "https://github.com/o/r.git"
 	wantB.Error = "git push https://github.com/o/r.git: denied"
+	wantB.Branch = "" // b committed nothing: no branch was made
 	s2 := openStore(t, dir)
 	if got := s2.Results(); !reflect.DeepEqual(got, []Result{wantA, wantB}) {
 		t.Errorf("reloaded results:\n got %+v\nwant %+v", got, []Result{wantA, wantB})

@@ -92,6 +92,58 @@ tasks:
 	noLeftovers(t, pid)
 }
 
+// A workflow slipped in through a symlinked .github/workflows (the base
+// has none), or under another spelling of the name, gets the task no
+// branch and the status policy_violation naming the symlink; the result
+// names no branch, and the git CLI finds none.
+func TestRunRefusesSymlinkedWorkflows(t *testing.T) {
+	repo, head := sourceRepo(t, map[string]string{"README.md": "# Helo\n"})
+	srv, scripts := modelServer(t, map[string][]fakellm.Turn{
+		"linked": {
+			edit("README.md", "Helo", "Hello"),
+			runCommand("mkdir -p ci .github && printf 'on: push\\n' > ci/x.yml && ln -s ../ci .github/workflows"),
+			complete("Fixed the heading."),
+		},
+		"spelled": {
+			runCommand("mkdir -p .GitHub/Workflows && echo 'on: push' > .GitHub/Workflows/x.yml"),
+			complete("Added CI."),
+		},
+	})
+	file := writeTaskFile(t, fmt.Sprintf(`
+defaults: {repo: %s, image: %s}
+tasks:
+  - {id: linked, prompt: "Fix the heading, linked."}
+  - {id: spelled, prompt: "Add CI, spelled."}
+`, repo, dockertest.Busybox(t)))
+	out := filepath.Join(t.TempDir(), "out")
+	res, pid := runRunner(t, srv, "run", file, "--out", out)
+	if res.code != cli.ExitFailure {
+		t.Fatalf("runner run: %s", res)
+	}
+	scripts.left(t)
+	results := byID(readResultLines(t, out))
+	for id, want := range map[string]string{
+		"linked": "not committed: changes to protected paths: " +
+			".github/workflows (added, a symlink where .github/workflows/** could match below), " +
+			"ci/x.yml (added, a checkout also shows it at .github/workflows/x.yml, through a symlink)",
+		"spelled": "not committed: changes to protected paths: " +
+			".GitHub/Workflows/x.yml (added, taken for .github/workflows/** by case-insensitive or Windows file systems)",
+	} {
+		r := results[id]
+		if r.Status != tasks.StatusPolicyViolation || r.Error != want {
+			t.Errorf("%s: status %s, error %q; want policy_violation, %q", id, r.Status, r.Error, want)
+		}
+		if r.Branch != "" || r.Commit != "" {
+			t.Errorf("%s: the result names branch %q, commit %q", id, r.Branch, r.Commit)
+		}
+	}
+	if got := branchList(t, repo); strings.Join(got, " ") != "main" {
+		t.Errorf("branches = %v; want main alone", got)
+	}
+	userRepoUnchanged(t, repo, head)
+	noLeftovers(t, pid)
+}
+
 // Deny rules (from the task file and from --deny-command), --protect and
 // a pre-tool hook next to the task file each refuse a call; the refused
 // calls never run, the task goes on and succeeds, and the trajectory

@@ -261,7 +261,7 @@ func leftByEarlierAttempt(t tasks.Task, message string, store *tasks.Store) bool
 	for _, id := range store.Interrupted() {
 		interrupted = interrupted || id == t.ID
 	}
-	return interrupted && strings.Contains(message, "\nRunner-Task: "+t.ID+"\n")
+	return interrupted && madeForTask(message, t.ID)
 }
 
 func withDefaults(t tasks.Task, d Defaults) tasks.Task {

@@ -35,3 +35,19 @@ func trailers(t tasks.Task, r *tasks.Result) []gitops.Trailer {
 		{Key: "Runner-Cost-USD", Value: fmt.Sprintf("%.6f", r.CostUSD)},
 	}
 }
+
+// madeForTask reports whether a commit message closes with the trailer
+// block runner writes for task id. Only that block counts, as git parses
+// it: the same words in the summary above it do not.
+func madeForTask(message, id string) bool {
+	n := 0
+	for _, tr := range gitops.Trailers(message) {
+		if tr.Key == "Runner-Task" {
+			if tr.Value != id {
+				return false
+			}
+			n++
+		}
+	}
+	return n == 1
+}

@@ -25,7 +25,7 @@ const sandboxMargin = 15 * time.Minute
 // and always records a result, unless the out directory itself fails.
 func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result, recordErr error) {
 	t := p.task
-	res = tasks.Result{ID: t.ID, Repo: redact.URL(t.Repo), Ref: t.Ref, Branch: t.Branch, StartedAt: time.Now().UTC()}
+	res = tasks.Result{ID: t.ID, Repo: redact.URL(t.Repo), Ref: t.Ref, StartedAt: time.Now().UTC()}
 	attempt, err := deps.Store.Start(t.ID)
 	if err != nil {
 		res.Status, res.Error = tasks.StatusError, err.Error()
@@ -228,10 +228,9 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 		return
 	}
 	if cr.NoChanges {
-		w.res.Branch = ""
 		return
 	}
-	w.res.Commit = cr.Hash.String()
+	w.res.Branch, w.res.Commit = t.Branch, cr.Hash.String()
 	if t.ShouldPush(w.res.Status == tasks.StatusSucceeded) {
 		err := gitops.Push(ctx, w.repoPath, gitops.RemoteSpec{URL: t.Repo, Auth: w.deps.GitAuth}, t.Branch, w.opt.Force)
 		if err != nil {
@@ -246,10 +245,12 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 }
 
 // branchFromEarlierAttempt reports whether the task's branch was left by
-// an earlier attempt of this task in this out directory.
+// an earlier attempt of this task: its commit's trailers name the task and
+// its only parent is the base this attempt starts from.
 func (w *work) branchFromEarlierAttempt() bool {
-	_, msg, found, err := gitops.BranchHead(w.repoPath, w.task.Branch)
-	return err == nil && found && strings.Contains(msg, "\nRunner-Task: "+w.task.ID+"\n")
+	c, found, err := gitops.ReadBranch(w.repoPath, w.task.Branch)
+	return err == nil && found && madeForTask(c.Message, w.task.ID) &&
+		len(c.Parents) == 1 && c.Parents[0] == w.clone.Base
 }
 
 // account copies the meter's totals into the result.

@@ -33,22 +33,37 @@ const Workspace = "/workspace"
 const DefaultHookTimeout = 30 * time.Second
 
 // DefaultProtected are the paths protected unless a task says otherwise:
-// the files that make other systems run code or trust people, which an
-// agent talked into it by the repository it reads could turn against their
-// owner.
+// the files that make other systems, or a developer's machine, run code or
+// trust people, which an agent talked into it by the repository it reads
+// could turn against their owner. A glob without '/' matches at any depth,
+// like .gitignore.
 //
 //   - .github/workflows/**, .github/actions/**: GitHub Actions workflows
 //     and the local actions they call, which run with the repository's
-//     secrets;
-//   - .gitlab-ci.yml, .circleci/**: GitLab CI and CircleCI pipelines (a
-//     name without '/' matches at any depth, like .gitignore);
+//     secrets; .github/dependabot.yml (or .yaml): what Dependabot fetches;
+//   - .gitlab-ci.yml, .gitlab/**, .circleci/**, .travis.yml, Jenkinsfile:
+//     the pipelines of GitLab, CircleCI, Travis CI and Jenkins;
+//   - .pre-commit-config.yaml, .envrc, .vscode/tasks.json,
+//     .vscode/settings.json, .devcontainer/**: what runs on a developer's
+//     machine when the branch is checked out or opened (pre-commit hooks,
+//     direnv, VS Code tasks and settings, dev containers);
 //   - .gitmodules: submodule URLs, fetched by whoever clones recursively;
 //   - CODEOWNERS: who must review changes (any of its three places).
 var DefaultProtected = []string{
 	".github/workflows/**",
 	".github/actions/**",
+	".github/dependabot.yml",
+	".github/dependabot.yaml",
 	".gitlab-ci.yml",
+	".gitlab/**",
 	".circleci/**",
+	".travis.yml",
+	"Jenkinsfile",
+	".pre-commit-config.yaml",
+	".envrc",
+	".vscode/tasks.json",
+	".vscode/settings.json",
+	".devcontainer/**",
 	".gitmodules",
 	"CODEOWNERS",
 }
@@ -56,8 +71,10 @@ var DefaultProtected = []string{
 // Policy is what a task's agent may not do.
 type Policy struct {
 	// Protected are globs of paths that write_file and edit_file refuse,
-	// and that a commit may not change (whatever changed them). Matching
-	// follows .gitignore (see wildmatch.MatchPath): a pattern without '/'
+	// and that a commit may not change (whatever changed them, and
+	// through whatever symlink; see gitops.CommitOptions.Protected).
+	// Matching follows .gitignore, under every spelling a case-insensitive
+	// file system takes for a name (see Protection): a pattern without '/'
 	// matches a name at any depth, one with '/' matches from the root,
 	// "**" spans directories, and a matching directory protects everything
 	// inside it.
@@ -162,19 +179,15 @@ func CheckHookPath(hook string) error {
 }
 
 // ProtectedPath reports whether the tool path p (relative to the
-// workspace, or absolute under it) is protected, and by which pattern. A
-// path outside the workspace, or the workspace itself, is not.
+// workspace, or absolute under it) is protected, and by which pattern (see
+// Protection.Match). A path outside the workspace, or the workspace
+// itself, is not.
 func (p Policy) ProtectedPath(toolPath string) (pattern string, ok bool) {
 	rel, inside := workspacePath(toolPath)
 	if !inside || rel == "" {
 		return "", false
 	}
-	for _, pat := range p.Protected {
-		if wildmatch.MatchPath(pat, rel) {
-			return pat, true
-		}
-	}
-	return "", false
+	return NewProtection(p.Protected).Match(rel)
 }
 
 // DeniedCommand reports whether a deny rule matches the command line, and
