@@ -89,7 +89,7 @@ func TestErrorsAUserCanActOn(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := e.Start(ctx, sandbox.Config{Image: "runner-sandbox-missing:latest", RunID: dockertest.RunID})
-	if !errors.Is(err, sandbox.ErrImageNotFound) || !strings.Contains(err.Error(), "image runner-sandbox-missing:latest not found — build it with `runner image build`") {
+	if !errors.Is(err, sandbox.ErrImageNotFound) || !strings.Contains(err.Error(), "image runner-sandbox-missing:latest not found — pull or build it (`docker pull runner-sandbox-missing:latest`)") {
 		t.Errorf("missing image: %v", err)
 	}
 

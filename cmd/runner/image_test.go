@@ -53,12 +53,12 @@ func TestImageCheck(t *testing.T) {
 			"{\n  \"image\": \"" + busybox + "\",\n  \"present\": true\n}", nil},
 		{"missing", []string{"image", "check", "--image", "runner-test-absent:none"}, cli.ExitUsage, "", []string{
 			"runner: image runner-test-absent:none not found",
-			"hint: run `runner image build --tag runner-test-absent:none`",
+			"hint: pull or build it (`docker pull runner-test-absent:none`), or, for runner's own sandbox image under that name, `runner image build --tag runner-test-absent:none`",
 		}},
 		{"missing, JSON", []string{"--json", "image", "check", "--image", "runner-test-absent:none"}, cli.ExitUsage,
 			"{\n  \"image\": \"runner-test-absent:none\",\n  \"present\": false\n}", []string{
 				"runner: image runner-test-absent:none not found",
-				"hint: run `runner image build --tag runner-test-absent:none`",
+				"hint: pull or build it (`docker pull runner-test-absent:none`), or, for runner's own sandbox image under that name, `runner image build --tag runner-test-absent:none`",
 			}},
 	}
 	for _, tt := range tests {

@@ -259,7 +259,7 @@ tasks:
 	for _, want := range []string{
 		`task "taken": branch agent/taken already exists`,
 		`task "unpriced": `, "my-local-model",
-		"image runner-no-such-image:1 not found — build it with `runner image build`",
+		"image runner-no-such-image:1 not found — pull or build it (`docker pull runner-no-such-image:1`)",
 	} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)

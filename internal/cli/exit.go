@@ -85,8 +85,8 @@ func Hint(err error) string {
 		return ""
 	case errors.Is(err, sandbox.ErrDaemonUnreachable):
 		return "start Docker or set DOCKER_HOST"
-	case errors.As(err, &image) && image.Image != sandbox.DefaultImage:
-		return fmt.Sprintf("run `runner image build --tag %s`", image.Image)
+	case errors.As(err, &image):
+		return image.Advice()
 	case errors.Is(err, sandbox.ErrImageNotFound):
 		return "run `runner image build`"
 	case errors.Is(err, tasks.ErrLocked):
