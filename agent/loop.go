@@ -140,13 +140,19 @@ var (
 )
 
 // admit is the one place where the limits are checked before a model call:
-// steps, wall time and money. It returns the budget reservation to settle.
+// steps, wall time and money. It returns the budget reservation to settle,
+// never nil unless err is set.
 func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64) (*budget.Reservation, int64, error) {
 	if a.steps >= a.cfg.MaxSteps {
 		return nil, 0, fmt.Errorf("%w: %d model calls", errStepLimit, a.steps)
 	}
-	if a.timeLeft() <= 0 || ctx.Err() != nil {
-		return nil, 0, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	// The run's clock may pass the limit before the context's deadline,
+	// which runs on the real clock, fires.
+	if a.timeLeft() <= 0 {
+		return nil, 0, fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	}
 	bound := a.promptBound(msgs, tools)
 	res, err := a.cfg.Meter.Reserve(a.cfg.Price, bound, maxCompletion, a.cfg.MinCompletionTokens)
