@@ -255,7 +255,7 @@ func (w *work) branchFromEarlierAttempt() bool {
 // account copies the meter's totals into the result.
 func (w *work) account(meter *budget.Meter) {
 	s := meter.Summary()
-	w.res.CostUSD = s.SpentUSD
+	w.res.CostUSD, w.res.OverrunUSD = s.SpentUSD, s.OverrunUSD
 	w.res.Calls = int(s.Calls)
 	w.res.Tokens = tasks.Tokens{In: s.PromptTokens, Cached: s.CachedTokens, Out: s.CompletionTokens}
 }
