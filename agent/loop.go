@@ -405,11 +405,12 @@ func (a *Agent) finish(parent context.Context, err error, summary string) Outcom
 	}
 	switch {
 	case err == nil:
-	case parent.Err() != nil:
+	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded):
 		out.Status = StatusInterrupted
 	case errors.Is(err, errStepLimit):
 		out.Status = StatusStepLimit
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errTimeLimit):
+	case parent.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, errTimeLimit):
+		// The caller's deadline passing is a time limit too, not a stop.
 		out.Status = StatusTimeLimit
 		err = fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	case errors.Is(err, budget.ErrExhausted):

@@ -216,6 +216,19 @@ func TestLimits(t *testing.T) {
 			t.Errorf("only %d calls before the budget ran out; the test cap is too small to show anything", n)
 		}
 	})
+	t.Run("caller's deadline", func(t *testing.T) {
+		// The caller's deadline, not a stop by the user, passes during a
+		// command: a time limit, like the run's own.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		sb := newMemSandbox(nil)
+		sb.exec = func(string) (sandbox.ExecResult, error) { <-ctx.Done(); return sandbox.ExecResult{}, ctx.Err() }
+		srv := fakellm.New(t, loopTurn)
+		a, _ := newTestAgent(t, srv, sb, Config{})
+		if out := a.Run(ctx); out.Status != StatusTimeLimit {
+			t.Errorf("outcome = %+v, want time_limit", out)
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		sb := newMemSandbox(nil)

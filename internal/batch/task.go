@@ -17,9 +17,14 @@ import (
 	"github.com/runner-dev/runner/tasks"
 )
 
-// sandboxMargin is how much longer than its task a sandbox may live, to
-// leave time for the check, the snapshot and the commit.
-const sandboxMargin = 15 * time.Minute
+// Deadlines of a task. The agent's time limit is the task's timeout; the
+// task as a whole (clone to commit) may take margin longer, to leave time
+// for the check, the snapshot and the commit. When that deadline passes,
+// the snapshot and the commit of the partial work still get commitGrace.
+const (
+	defaultMargin = 15 * time.Minute
+	commitGrace   = 5 * time.Minute
+)
 
 // runTask runs one task from clone to recorded result. It never panics out
 // and always records a result, unless the out directory itself fails.
@@ -51,12 +56,21 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 		}
 	}()
 	// The whole task, clone to commit, has a deadline; the agent's own time
-	// limit ends its work earlier, leaving time for the rest.
-	tctx, cancel := context.WithTimeout(ctx, t.Timeout+sandboxMargin)
+	// limit ends its work earlier, leaving time for the rest. Passing it is
+	// time_limit; only the run's ctx ending (the user's stop) interrupts.
+	tctx, cancel := context.WithTimeout(ctx, t.Timeout+opt.margin())
 	defer cancel()
-	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stopped: ctx.Err}
+	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stop: ctx}
 	w.run(tctx, run)
 	return res, nil
+}
+
+// margin is Options.Margin or its default.
+func (o Options) margin() time.Duration {
+	if o.Margin > 0 {
+		return o.Margin
+	}
+	return defaultMargin
 }
 
 // work is the state of one task while it runs.
@@ -66,8 +80,8 @@ type work struct {
 	opt  Options
 	deps Deps
 	res  *tasks.Result
-	// stopped reports whether the run (not just this task) was stopped.
-	stopped func() error
+	// stop ends when the run (not just this task) is stopped.
+	stop context.Context
 
 	repoPath string // where the branch is written: the user's repo, or the clone of a URL
 	clone    *gitops.Workspace
@@ -121,7 +135,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 
 	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
 		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
-		Lifetime: t.Timeout + sandboxMargin, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+		Lifetime: t.Timeout + w.opt.margin() + commitGrace, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	})
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
@@ -140,7 +154,23 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	// Even after a sandbox failure the workspace may still be there (the
 	// daemon hiccuped, the container survived): keep what can be kept.
-	w.commit(ctx, meter)
+	cctx, cancelCommit := w.commitContext(ctx)
+	defer cancelCommit()
+	w.commit(cctx, meter)
+}
+
+// commitContext is the context of the snapshot, the commit and the push:
+// the task's deadline, or commitGrace from now if that is later (the
+// deadline may have passed, ending the agent or the check), and the end of
+// the run if the user stops it.
+func (w *work) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(commitGrace)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	unhook := context.AfterFunc(w.stop, cancel)
+	return cctx, func() { unhook(); cancel() }
 }
 
 // work runs the agent, then the check with its retries. It returns the
@@ -169,7 +199,12 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 		passed, feedback, err := w.check(ctx)
 		switch {
 		case err != nil:
-			return w.statusOf(ctx, tasks.StatusSandboxError), out.Summary, "check: " + err.Error()
+			status := w.statusOf(ctx, tasks.StatusSandboxError)
+			if status == tasks.StatusTimeLimit {
+				return status, out.Summary, fmt.Sprintf("time limit: the task's deadline (timeout %s, plus %s) passed during the check: %v",
+					t.Timeout, w.opt.margin(), err)
+			}
+			return status, out.Summary, "check: " + err.Error()
 		case passed:
 			return tasks.StatusSucceeded, out.Summary, ""
 		case retry >= t.CheckRetries:
@@ -264,7 +299,7 @@ func (w *work) account(meter *budget.Meter) {
 // task's deadline passed, else fallback.
 func (w *work) statusOf(ctx context.Context, fallback tasks.Status) tasks.Status {
 	switch {
-	case w.stopped() != nil:
+	case w.stop.Err() != nil:
 		return tasks.StatusInterrupted
 	case ctx.Err() != nil:
 		return tasks.StatusTimeLimit
