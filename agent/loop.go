@@ -179,6 +179,7 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: purpose,
 	})
 	pay := &attempts{a: a, res: res, bound: bound, maxCompletion: maxCompletion, purpose: purpose}
+	defer pay.abandon()
 	begin := a.cfg.Now()
 	resp, err := a.model.Complete(ctx, Request{
 		Model: a.cfg.Model, Messages: msgs, Tools: tools, MaxCompletionTokens: res.CompletionTokens(), Attempts: pay,
@@ -274,6 +275,15 @@ func (p *attempts) Failed(err error) {
 	cost, atBound := p.settle(err)
 	p.a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: p.a.steps, Attempt: p.n, Error: err.Error(),
 		Purpose: p.purpose, CostUSD: cost.USD(), ChargedAtBound: atBound})
+}
+
+// abandon settles a reservation still held when the call ends other than
+// by returning (a panic): at its bound, as the attempt may have been sent.
+func (p *attempts) abandon() {
+	if p.res != nil {
+		p.res.CommitBound()
+		p.res = nil
+	}
 }
 
 // settle charges the reservation held at its bound when the attempt that

@@ -21,6 +21,7 @@ const (
 	EventCompaction = "compaction"  // history compacted
 	EventStatus     = "status"      // the run ended
 	EventCheck      = "check"       // the runner's check command ran
+	EventPanic      = "panic"       // a bug of the runner ended the task: Error and the stack in Text
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,

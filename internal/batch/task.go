@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/panics"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
@@ -55,12 +57,17 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 			deps.Progress.Finished(t, res)
 		}
 	}()
+	// A panic on any goroutine working for the task ends the task, not the
+	// run: the goroutine recovers it (see package panics) and reports it
+	// to the task's context, which halts the task.
+	halt, crash := context.WithCancelCause(ctx)
+	defer crash(nil)
+	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stop: ctx, halt: halt, crash: crash}
 	// The whole task, clone to commit, has a deadline; the agent's own time
 	// limit ends its work earlier, leaving time for the rest. Passing it is
 	// time_limit; only the run's ctx ending (the user's stop) interrupts.
-	tctx, cancel := context.WithTimeout(ctx, t.Timeout+opt.margin())
+	tctx, cancel := context.WithTimeout(panics.WithHandler(halt, w.crashed), t.Timeout+opt.margin())
 	defer cancel()
-	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stop: ctx}
 	w.run(tctx, run)
 	return res, nil
 }
@@ -80,8 +87,14 @@ type work struct {
 	opt  Options
 	deps Deps
 	res  *tasks.Result
-	// stop ends when the run (not just this task) is stopped.
-	stop context.Context
+	// stop ends when the run (not just this task) is stopped; halt ends
+	// then too, and when a goroutine of the task panics (crash).
+	stop  context.Context
+	halt  context.Context
+	crash context.CancelCauseFunc
+
+	mu    sync.Mutex
+	panic *panics.Error // the first panic of a goroutine of the task
 
 	repoPath string // where the branch is written: the user's repo, or the clone of a URL
 	clone    *gitops.Workspace
@@ -112,6 +125,16 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	defer func() {
 		if err := w.traj.Err(); err != nil {
 			w.res.Error = strings.TrimPrefix(w.res.Error+"; the trajectory is incomplete: "+err.Error(), "; ")
+		}
+	}()
+	// Runs after the sandbox is closed, before the trajectory is.
+	defer func() {
+		e := w.panicked()
+		if v := recover(); v != nil {
+			e = panics.New(v)
+		}
+		if e != nil {
+			w.endWithPanic(e)
 		}
 	}()
 
@@ -149,8 +172,8 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	if agentErr != "" {
 		w.res.Error = agentErr
 	}
-	if status == tasks.StatusInterrupted {
-		return // the user stopped the run: no half-done branch
+	if status == tasks.StatusInterrupted || w.panicked() != nil {
+		return // the user stopped the run, or a bug did: no half-done branch
 	}
 	// Even after a sandbox failure the workspace may still be there (the
 	// daemon hiccuped, the container survived): keep what can be kept.
@@ -169,8 +192,35 @@ func (w *work) commitContext(ctx context.Context) (context.Context, context.Canc
 		deadline = d
 	}
 	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	unhook := context.AfterFunc(w.stop, cancel)
+	unhook := context.AfterFunc(w.halt, cancel)
 	return cctx, func() { unhook(); cancel() }
+}
+
+// crashed hears of a panic caught on a goroutine of the task: the first
+// is kept, and the task is halted.
+func (w *work) crashed(e *panics.Error) {
+	w.mu.Lock()
+	if w.panic == nil {
+		w.panic = e
+	}
+	w.mu.Unlock()
+	w.crash(e)
+}
+
+func (w *work) panicked() *panics.Error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.panic
+}
+
+// endWithPanic records a panic of the task: its stack in the trajectory,
+// and the status error. Nothing was committed.
+func (w *work) endWithPanic(e *panics.Error) {
+	w.traj.Record(agent.Event{Type: agent.EventPanic, Error: e.Error(), Text: e.Stack})
+	w.fail(tasks.StatusError, fmt.Errorf("internal error: %w (the stack is in the trajectory)", e))
+	if w.res.Commit == "" {
+		w.res.Branch = ""
+	}
 }
 
 // work runs the agent, then the check with its retries. It returns the
