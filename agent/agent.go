@@ -26,7 +26,7 @@ const (
 	StatusBudgetExhausted Status = "budget_exhausted" // the budget cannot pay another call
 	StatusModelError      Status = "model_error"      // the model API failed, or kept sending malformed calls
 	StatusSandboxError    Status = "sandbox_error"    // the sandbox failed
-	StatusInterrupted     Status = "interrupted"      // the caller's context was cancelled
+	StatusInterrupted     Status = "interrupted"      // the caller's context was cancelled (its deadline passing is time_limit)
 )
 
 // Config sets up a run. Model and Price are required; zero values elsewhere

@@ -140,13 +140,19 @@ var (
 )
 
 // admit is the one place where the limits are checked before a model call:
-// steps, wall time and money. It returns the budget reservation to settle.
+// steps, wall time and money. It returns the budget reservation to settle,
+// never nil unless err is set.
 func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64) (*budget.Reservation, int64, error) {
 	if a.steps >= a.cfg.MaxSteps {
 		return nil, 0, fmt.Errorf("%w: %d model calls", errStepLimit, a.steps)
 	}
-	if a.timeLeft() <= 0 || ctx.Err() != nil {
-		return nil, 0, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	// The run's clock may pass the limit before the context's deadline,
+	// which runs on the real clock, fires.
+	if a.timeLeft() <= 0 {
+		return nil, 0, fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	}
 	bound := a.promptBound(msgs, tools)
 	res, err := a.cfg.Meter.Reserve(a.cfg.Price, bound, maxCompletion, a.cfg.MinCompletionTokens)
@@ -157,7 +163,11 @@ func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, max
 }
 
 // call makes one model call, reserving its cost first and charging the
-// reported usage after. purpose is "" for a step of the task.
+// reported usage after. purpose is "" for a step of the task. Every attempt
+// the model makes is paid for before it is sent (see attempts), and a
+// failed attempt that may have been billed is charged at its bound. A reply
+// that cost more than its reservation ends the run: the error wraps
+// budget.ErrExhausted and budget.ErrOverrun.
 func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64, purpose string) (Response, error) {
 	res, bound, err := a.admit(ctx, msgs, tools, maxCompletion)
 	if err != nil {
@@ -168,43 +178,125 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		Type: EventRequest, Step: a.steps, Messages: len(msgs), PromptBound: bound,
 		MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: purpose,
 	})
+	pay := &attempts{a: a, res: res, bound: bound, maxCompletion: maxCompletion, purpose: purpose}
+	defer pay.abandon()
 	begin := a.cfg.Now()
 	resp, err := a.model.Complete(ctx, Request{
-		Model: a.cfg.Model, Messages: msgs, Tools: tools, MaxCompletionTokens: res.CompletionTokens(),
+		Model: a.cfg.Model, Messages: msgs, Tools: tools, MaxCompletionTokens: res.CompletionTokens(), Attempts: pay,
 	})
 	if err != nil {
-		if errors.Is(err, ErrAttemptTimeout) || ctx.Err() != nil {
-			// The server may have billed work it never delivered: charge
-			// the whole reservation rather than risk undercounting.
-			res.Commit(budget.Usage{PromptTokens: bound, CompletionTokens: res.CompletionTokens()})
-		} else {
-			res.Release()
+		if pay.res != nil {
+			// No attempt reported this failure (a model that does not
+			// report its attempts, or one that failed before sending).
+			cost, atBound := pay.settle(err)
+			a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: a.steps, Error: err.Error(), Purpose: purpose,
+				CostUSD: cost.USD(), ChargedAtBound: atBound})
 		}
-		a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: a.steps, Error: err.Error(), Purpose: purpose})
 		return Response{}, err
+	}
+	res, pay.res = pay.res, nil
+	if res == nil {
+		return Response{}, fmt.Errorf("model %s: a reply came for an attempt that was not paid for", a.cfg.Model)
 	}
 	charged := budget.Usage{
 		PromptTokens: resp.Usage.PromptTokens, CachedTokens: resp.Usage.CachedTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
 	}
+	var overrun error
+	cost := a.cfg.Price.Cost(charged)
 	if resp.UsageEstimated {
-		// No usage from the server: charge the bounds, which are safe.
-		reply, _ := json.Marshal(wireMessage(resp.Message))
-		charged = budget.Usage{PromptTokens: bound, CompletionTokens: min(res.CompletionTokens(), budget.TokensUpperBound(len(reply)))}
-	} else if purpose == "" {
-		a.known, a.knownLen = resp.Usage.PromptTokens, len(msgs)
+		// No usage from the server: charge the bounds, which are safe
+		// (reasoning tokens are billed but not seen in the reply).
+		charged = budget.Usage{PromptTokens: bound, CompletionTokens: res.CompletionTokens()}
+		cost = res.Amount()
+		res.CommitBound()
+	} else {
+		if purpose == "" {
+			a.known, a.knownLen = resp.Usage.PromptTokens, len(msgs)
+		}
+		overrun = res.Commit(charged)
 	}
-	overrun := res.Commit(charged)
 	ev := Event{
 		Type: EventResponse, Step: a.steps, Message: wireMessage(resp.Message), FinishReason: resp.FinishReason,
-		Usage: &resp.Usage, UsageEstimated: resp.UsageEstimated, CostUSD: a.cfg.Price.Cost(charged).USD(),
-		Model: resp.Model, LatencyMS: a.cfg.Now().Sub(begin).Milliseconds(), Purpose: purpose,
+		Usage: &resp.Usage, UsageEstimated: resp.UsageEstimated, ChargedAtBound: resp.UsageEstimated,
+		CostUSD: cost.USD(), Model: resp.Model, LatencyMS: a.cfg.Now().Sub(begin).Milliseconds(), Purpose: purpose,
+	}
+	if pay.n > 1 {
+		ev.Attempt = pay.n
 	}
 	if overrun != nil {
-		ev.Error = overrun.Error()
+		ev.Error, ev.OverrunUSD = overrun.Error(), (cost - res.Amount()).USD()
+		a.cfg.Trajectory.Record(ev)
+		return Response{}, fmt.Errorf("%w: the model API reported more usage than the call's bound, so no further call is made: %w",
+			budget.ErrExhausted, overrun)
 	}
 	a.cfg.Trajectory.Record(ev)
 	return resp, nil
+}
+
+// attempts pays for the attempts of one model call (see AttemptBudget): the
+// first with the reservation admit made, each retry with a reservation of
+// its own made before it is sent, so that charging a failed attempt that may
+// have been billed never takes spending past a cap.
+type attempts struct {
+	a       *Agent
+	res     *budget.Reservation // for the attempt in flight or next; nil once settled
+	bound   int64
+	purpose string
+	// maxCompletion is the completion limit asked for, before the budget
+	// lowers it.
+	maxCompletion int64
+	n             int // attempts begun
+}
+
+// Begin implements AttemptBudget.
+func (p *attempts) Begin() (int64, error) {
+	p.n++
+	if p.res == nil {
+		res, err := p.a.cfg.Meter.Reserve(p.a.cfg.Price, p.bound, p.maxCompletion, p.a.cfg.MinCompletionTokens)
+		if err != nil {
+			return 0, fmt.Errorf("attempt %d: %w", p.n, err)
+		}
+		p.res = res
+		p.a.cfg.Trajectory.Record(Event{
+			Type: EventRequest, Step: p.a.steps, Attempt: p.n, PromptBound: p.bound,
+			MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: p.purpose,
+		})
+	}
+	return p.res.CompletionTokens(), nil
+}
+
+// Failed implements AttemptBudget: it settles the failed attempt and
+// records what it cost.
+func (p *attempts) Failed(err error) {
+	if p.res == nil {
+		return
+	}
+	cost, atBound := p.settle(err)
+	p.a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: p.a.steps, Attempt: p.n, Error: err.Error(),
+		Purpose: p.purpose, CostUSD: cost.USD(), ChargedAtBound: atBound})
+}
+
+// abandon settles a reservation still held when the call ends other than
+// by returning (a panic): at its bound, as the attempt may have been sent.
+func (p *attempts) abandon() {
+	if p.res != nil {
+		p.res.CommitBound()
+		p.res = nil
+	}
+}
+
+// settle charges the reservation held at its bound when the attempt that
+// failed with err may have been billed, and releases it otherwise.
+func (p *attempts) settle(err error) (cost budget.Nanodollars, atBound bool) {
+	res := p.res
+	p.res = nil
+	if mayHaveBeenBilled(err) {
+		res.CommitBound()
+		return res.Amount(), true
+	}
+	res.Release()
+	return 0, false
 }
 
 // promptBound bounds the prompt tokens of a request: the exact count last
@@ -323,11 +415,12 @@ func (a *Agent) finish(parent context.Context, err error, summary string) Outcom
 	}
 	switch {
 	case err == nil:
-	case parent.Err() != nil:
+	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded):
 		out.Status = StatusInterrupted
 	case errors.Is(err, errStepLimit):
 		out.Status = StatusStepLimit
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errTimeLimit):
+	case parent.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, errTimeLimit):
+		// The caller's deadline passing is a time limit too, not a stop.
 		out.Status = StatusTimeLimit
 		err = fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	case errors.Is(err, budget.ErrExhausted):

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,6 +216,19 @@ func TestLimits(t *testing.T) {
 			t.Errorf("only %d calls before the budget ran out; the test cap is too small to show anything", n)
 		}
 	})
+	t.Run("caller's deadline", func(t *testing.T) {
+		// The caller's deadline, not a stop by the user, passes during a
+		// command: a time limit, like the run's own.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		sb := newMemSandbox(nil)
+		sb.exec = func(string) (sandbox.ExecResult, error) { <-ctx.Done(); return sandbox.ExecResult{}, ctx.Err() }
+		srv := fakellm.New(t, loopTurn)
+		a, _ := newTestAgent(t, srv, sb, Config{})
+		if out := a.Run(ctx); out.Status != StatusTimeLimit {
+			t.Errorf("outcome = %+v, want time_limit", out)
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		sb := newMemSandbox(nil)
@@ -311,5 +325,51 @@ func TestToolOutputIsCapped(t *testing.T) {
 	got := msgs[len(msgs)-1].Content
 	if len(got) > 2200 || !strings.Contains(got, "Exit code 0") || !strings.HasSuffix(got, "TAIL") || !strings.Contains(got, "bytes cut from the middle") {
 		t.Errorf("capped output (%d bytes): %.120q ... %q", len(got), got, got[max(0, len(got)-60):])
+	}
+}
+
+// fakeClock is a Config.Now that moves only when told to.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// The run's clock passes the time limit while the context, whose deadline
+// runs on the real clock, has not fired yet: the next model call is not
+// made, and the run ends at its time limit instead of calling the model
+// without a budget reservation.
+func TestTimeLimitPassedBeforeTheContextFires(t *testing.T) {
+	clock := &fakeClock{now: time.Now()}
+	sb := newMemSandbox(nil)
+	sb.exec = func(string) (sandbox.ExecResult, error) {
+		clock.Advance(2 * time.Hour) // a slow tool, as the run's clock sees it
+		return sandbox.ExecResult{}, nil
+	}
+	srv := fakellm.New(t, fakellm.ToolCall("run_command", `{"command":"make"}`))
+	a, traj := newTestAgent(t, srv, sb, Config{TimeLimit: time.Hour, Now: clock.Now})
+	out := a.Run(context.Background())
+	if out.Status != StatusTimeLimit || !strings.Contains(out.Error, "time limit") {
+		t.Errorf("outcome = %+v, want time_limit", out)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1: none after the time limit", n)
+	}
+	if tot := a.cfg.Meter.Totals(); tot.Reserved != 0 || tot.Calls != 1 {
+		t.Errorf("meter = %+v, want one call charged and nothing held", tot)
+	}
+	if !strings.Contains(traj.String(), `"status":"time_limit"`) {
+		t.Errorf("the trajectory does not end at the time limit:\n%s", traj.String())
 	}
 }

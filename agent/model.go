@@ -84,6 +84,23 @@ type Request struct {
 	MaxCompletionTokens int64
 	// Temperature is left to the server when nil.
 	Temperature *float64
+	// Attempts, when set, pays for each attempt Complete makes; the
+	// completion limit it grants replaces MaxCompletionTokens.
+	Attempts AttemptBudget
+}
+
+// AttemptBudget pays for the attempts of one Complete call, which calls it
+// from one goroutine at a time. A Model that retries calls Begin before each
+// attempt and Failed after each attempt that failed; the caller settles the
+// attempt that succeeded from the Response's usage.
+type AttemptBudget interface {
+	// Begin is called before an attempt is sent and returns the completion
+	// limit to send with it. An error ends Complete with that error, and the
+	// attempt is not made.
+	Begin() (maxCompletionTokens int64, err error)
+	// Failed is called after an attempt failed, with its error, before
+	// Complete retries or returns.
+	Failed(err error)
 }
 
 // Usage counts the tokens of one completion as the server bills them.
@@ -121,9 +138,9 @@ var (
 	// a rate limit, waiting does not help.
 	ErrQuota = errors.New("quota exhausted")
 	// ErrBadResponse means the server answered success with a body that is
-	// not a chat completion, which usually means the base URL does not point
-	// at a Chat Completions endpoint. It is not retried: the server may have
-	// billed the call.
+	// not a chat completion: an error page from a proxy, a body cut short,
+	// JSON of another kind, nothing at all. It is retried like a 5xx; when
+	// it persists, the base URL may not point at a Chat Completions API.
 	ErrBadResponse = errors.New("malformed response")
 	// ErrAttemptTimeout means one attempt outlived the per-attempt timeout.
 	// Complete retries it; it is final only once retries run out.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/runner-dev/runner/internal/redact"
@@ -132,14 +133,27 @@ func orDefault(d, def time.Duration) time.Duration {
 func (m *OpenAIModel) Complete(ctx context.Context, req Request) (Response, error) {
 	params, err := m.params(req)
 	if err != nil {
-		return Response{}, fmt.Errorf("chat completion: %w", err)
+		return Response{}, notSent{fmt.Errorf("chat completion: %w", err)}
 	}
 	body, err := json.Marshal(params)
 	if err != nil {
-		return Response{}, fmt.Errorf("chat completion: encode request: %w", err)
+		return Response{}, notSent{fmt.Errorf("chat completion: encode request: %w", err)}
 	}
 	cc, err := retry(ctx, m.policy, func(actx context.Context) (*openai.ChatCompletion, error) {
-		return m.send(actx, params)
+		if req.Attempts == nil {
+			return m.send(actx, params)
+		}
+		limit, err := req.Attempts.Begin()
+		if err != nil {
+			return nil, err
+		}
+		p := params
+		m.setCompletionLimit(&p, limit)
+		cc, err := m.send(actx, p)
+		if err != nil {
+			req.Attempts.Failed(m.secret.Error(err))
+		}
+		return cc, err
 	})
 	if err != nil {
 		return Response{}, m.secret.Error(fmt.Errorf("chat completion: %w", err))
@@ -158,16 +172,26 @@ func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewP
 	if res != nil && res.StatusCode >= 400 {
 		return nil, m.refusal(res)
 	}
+	if err != nil && res != nil && ctx.Err() == nil {
+		// The status came, the body did not arrive whole.
+		return nil, fmt.Errorf("%w: the body was cut short: %w", ErrBadResponse, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var cc openai.ChatCompletion
 	if err := json.Unmarshal(raw, &cc); err != nil {
+		if len(raw) == 0 {
+			return nil, fmt.Errorf("%w: the body is empty", ErrBadResponse)
+		}
 		return nil, fmt.Errorf("%w: %v; body starts %q (is the base URL a Chat Completions API?)",
 			ErrBadResponse, err, m.secret.String(excerpt(raw)))
 	}
 	if len(cc.Choices) == 0 {
 		return nil, fmt.Errorf("%w: no choices in body starting %q", ErrBadResponse, m.secret.String(excerpt(raw)))
+	}
+	if !cc.Choices[0].JSON.Message.Valid() {
+		return nil, fmt.Errorf("%w: no message in the first choice of body starting %q", ErrBadResponse, m.secret.String(excerpt(raw)))
 	}
 	return &cc, nil
 }
@@ -209,17 +233,24 @@ func (m *OpenAIModel) params(req Request) (openai.ChatCompletionNewParams, error
 		}
 		p.Tools = append(p.Tools, tool)
 	}
-	if req.MaxCompletionTokens > 0 {
-		if m.useMaxTokens {
-			p.MaxTokens = openai.Int(req.MaxCompletionTokens)
-		} else {
-			p.MaxCompletionTokens = openai.Int(req.MaxCompletionTokens)
-		}
-	}
+	m.setCompletionLimit(&p, req.MaxCompletionTokens)
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
 	}
 	return p, nil
+}
+
+// setCompletionLimit caps the reply at limit tokens, in the field the
+// server knows; zero leaves the cap to the server.
+func (m *OpenAIModel) setCompletionLimit(p *openai.ChatCompletionNewParams, limit int64) {
+	p.MaxTokens, p.MaxCompletionTokens = param.Opt[int64]{}, param.Opt[int64]{} // omitted
+	switch {
+	case limit <= 0:
+	case m.useMaxTokens:
+		p.MaxTokens = openai.Int(limit)
+	default:
+		p.MaxCompletionTokens = openai.Int(limit)
+	}
 }
 
 func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {

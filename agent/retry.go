@@ -120,14 +120,15 @@ func (p retryPolicy) wait(n int, err error) time.Duration {
 }
 
 // retryable reports whether another attempt may succeed where this one
-// failed: connection failures, attempt timeouts, and the statuses that mean
-// "not now" (408, 409, 429 except quota, 5xx).
+// failed: connection failures, attempt timeouts, the statuses that mean
+// "not now" (408, 409, 429 except quota, 5xx), and a success whose body is
+// not a usable completion (a proxy's error page, a body cut short), which
+// is a server failure like a 5xx.
 func retryable(err error) bool {
-	if errors.Is(err, ErrAttemptTimeout) {
+	if errors.Is(err, ErrAttemptTimeout) || errors.Is(err, ErrBadResponse) {
 		return true
 	}
-	if errors.Is(err, ErrBadResponse) || errors.Is(err, ErrAuth) ||
-		errors.Is(err, ErrQuota) || errors.Is(err, ErrContextLength) {
+	if errors.Is(err, ErrAuth) || errors.Is(err, ErrQuota) || errors.Is(err, ErrContextLength) {
 		return false
 	}
 	var me *ModelError

@@ -127,16 +127,47 @@ func TestCompleteRetries(t *testing.T) {
 			wantText: "8192",
 		},
 		{
-			name:     "garbage body not retried",
-			turns:    []fakellm.Turn{fakellm.Garbage("<!doctype html><title>Dashboard</title>")},
-			wantErr:  ErrBadResponse,
-			wantText: "Dashboard",
+			name:      "200 with a proxy's HTML page retried",
+			turns:     []fakellm.Turn{fakellm.HTML(http.StatusOK, "<html><title>502 Bad Gateway</title></html>"), fakellm.Text("ok")},
+			wantWaits: []time.Duration{time.Second},
+			wantRetry: "malformed response",
 		},
 		{
-			name:     "JSON without choices",
-			turns:    []fakellm.Turn{fakellm.Garbage(`{"object":"list","data":[]}`)},
-			wantErr:  ErrBadResponse,
-			wantText: "no choices",
+			name:      "200 with a body cut short retried",
+			turns:     []fakellm.Turn{fakellm.Text("ok").CutAfter(40), fakellm.Text("ok")},
+			wantWaits: []time.Duration{time.Second},
+			wantRetry: "the body was cut short",
+		},
+		{
+			name:      "200 with JSON that is not a completion retried",
+			turns:     []fakellm.Turn{fakellm.Garbage(`{"object":"list","data":[]}`), fakellm.Text("ok")},
+			wantWaits: []time.Duration{time.Second},
+			wantRetry: "no choices",
+		},
+		{
+			name: "200 with a choice without a message retried",
+			turns: []fakellm.Turn{
+				fakellm.Garbage(`{"id":"c","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop"}]}`), fakellm.Text("ok"),
+			},
+			wantWaits: []time.Duration{time.Second},
+			wantRetry: "no message in the first choice",
+		},
+		{
+			name:      "200 with an empty body retried",
+			turns:     []fakellm.Turn{fakellm.Garbage(""), fakellm.Text("ok")},
+			wantWaits: []time.Duration{time.Second},
+			wantRetry: "the body is empty",
+		},
+		{
+			name: "a body that is never a completion gives up like a 5xx",
+			turns: []fakellm.Turn{
+				fakellm.Garbage("<!doctype html><title>Dashboard</title>"), fakellm.Garbage("<!doctype html><title>Dashboard</title>"),
+				fakellm.Garbage("<!doctype html><title>Dashboard</title>"),
+			},
+			edit:      func(c *OpenAIConfig) { c.MaxRetries = 2 },
+			wantWaits: []time.Duration{time.Second, 2 * time.Second},
+			wantErr:   ErrBadResponse,
+			wantText:  "giving up after 3 attempts: malformed response",
 		},
 		{
 			name: "retries exhausted",
@@ -290,7 +321,9 @@ func TestCompleteNeverLeaksAPIKey(t *testing.T) {
 		{"401 echoing the key", []fakellm.Turn{fakellm.APIError(401, "invalid_request_error", "invalid_api_key", echo)}},
 		{"masked key", []fakellm.Turn{fakellm.APIError(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided: sk-canar****-123.")}},
 		{"400 echoing the key", []fakellm.Turn{fakellm.Status(400, `{"error":"bad key `+canaryKey+`"}`)}},
-		{"garbage echoing the key", []fakellm.Turn{fakellm.Garbage("auth=" + canaryKey)}},
+		{"garbage echoing the key", []fakellm.Turn{
+			fakellm.Garbage("auth=" + canaryKey), fakellm.Garbage("auth=" + canaryKey), fakellm.Garbage("auth=" + canaryKey),
+		}},
 		{"retried 500s echoing the key", []fakellm.Turn{
 			fakellm.APIError(500, "server_error", "", echo), fakellm.APIError(500, "server_error", "", echo),
 			fakellm.APIError(500, "server_error", "", echo),
@@ -372,7 +405,7 @@ func TestRetryable(t *testing.T) {
 		{"429 quota", &ModelError{StatusCode: 429, kind: ErrQuota}, false},
 		{"401", &ModelError{StatusCode: 401, kind: ErrAuth}, false},
 		{"context length", &ModelError{StatusCode: 400, kind: ErrContextLength}, false},
-		{"bad response", fmt.Errorf("%w: junk", ErrBadResponse), false},
+		{"bad response", fmt.Errorf("%w: junk", ErrBadResponse), true},
 		{"setup error", errors.New("requestconfig: base url is not set"), false},
 		{"untrusted certificate", &url.Error{Op: "Post", URL: "https://x", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}, false},
 	}

@@ -22,6 +22,7 @@ const (
 	EventCompaction = "compaction"  // history compacted
 	EventStatus     = "status"      // the run ended
 	EventCheck      = "check"       // the runner's check command ran
+	EventPanic      = "panic"       // a bug of the runner ended the task: Error and the stack in Text
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,
@@ -47,8 +48,15 @@ type Event struct {
 	Usage          *Usage  `json:"usage,omitempty"`
 	UsageEstimated bool    `json:"usage_estimated,omitempty"`
 	CostUSD        float64 `json:"cost_usd,omitempty"`
-	Model          string  `json:"model,omitempty"`
-	LatencyMS      int64   `json:"latency_ms,omitempty"`
+	// ChargedAtBound: the server may have billed the call without saying
+	// how much (a failed attempt, a reply without usage), so the whole
+	// reservation was charged.
+	ChargedAtBound bool `json:"charged_at_bound,omitempty"`
+	// OverrunUSD is what the reply cost beyond its reservation; the run
+	// ends when it is set.
+	OverrunUSD float64 `json:"overrun_usd,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	LatencyMS  int64   `json:"latency_ms,omitempty"`
 
 	// tool_result
 	Tool       string `json:"tool,omitempty"`

@@ -29,6 +29,8 @@ type Meter struct {
 	reserved Nanodollars
 	usage    Usage
 	calls    int64
+	// overrun is what calls cost beyond what was reserved for them.
+	overrun Nanodollars
 }
 
 // NewMeter returns a meter capped at capUSD dollars (rounded down to a whole
@@ -67,7 +69,14 @@ func NewMeter(capUSD float64, parent *Meter) (*Meter, error) {
 //
 // The amount is held in this meter and all its ancestors at once, so two
 // tasks can never both be granted the last dollar. Every reservation must be
-// settled with Commit or Release.
+// settled with Commit, CommitBound or Release.
+//
+// Once any call of the tree cost more than was reserved for it (see
+// ErrOverrun), Reserve refuses every further call that a cap governs — this
+// meter's or an ancestor's — with an error wrapping both ErrExhausted and
+// ErrOverrun: the server has shown it does not keep to the bounds the caps
+// rest on, and a sibling's next call may overrun just the same. Calls no cap
+// governs go on: there is no promise left to break.
 func (m *Meter) Reserve(p Price, promptUpperBound, maxCompletion, minCompletion int64) (*Reservation, error) {
 	if promptUpperBound < 0 || minCompletion < 1 || maxCompletion < minCompletion {
 		return nil, fmt.Errorf("reserve: invalid request: prompt bound %d, completion %d..%d tokens (want prompt >= 0 and 1 <= min <= max)",
@@ -79,6 +88,10 @@ func (m *Meter) Reserve(p Price, promptUpperBound, maxCompletion, minCompletion 
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if over := m.root().overrun; over > 0 && m.capped() {
+		return nil, fmt.Errorf("reserve %s call: %w: %w: a call of this run cost %s more than was reserved for it, so the caps can no longer be kept",
+			p.Model, ErrExhausted, ErrOverrun, over)
+	}
 	avail := m.available()
 	if least > avail || least == math.MaxInt64 {
 		return nil, fmt.Errorf("reserve %s call: %w: the smallest call (%d prompt tokens, %d completion tokens) may cost %s and %s is left",
@@ -97,7 +110,25 @@ func (m *Meter) Reserve(p Price, promptUpperBound, maxCompletion, minCompletion 
 	for a := m; a != nil; a = a.parent {
 		a.reserved = addSat(a.reserved, amount)
 	}
-	return &Reservation{meter: m, price: p, amount: amount, completion: granted}, nil
+	return &Reservation{meter: m, price: p, amount: amount, prompt: promptUpperBound, completion: granted}, nil
+}
+
+// root returns the meter at the top of m's tree.
+func (m *Meter) root() *Meter {
+	for m.parent != nil {
+		m = m.parent
+	}
+	return m
+}
+
+// capped reports whether m or one of its ancestors has a cap.
+func (m *Meter) capped() bool {
+	for a := m; a != nil; a = a.parent {
+		if a.cap != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // available returns what can still be reserved: the smallest amount left
@@ -120,8 +151,8 @@ func (m *Meter) available() Nanodollars {
 }
 
 // settle moves a reservation's amount out of reserved in m and its
-// ancestors and, for a commit, records the charge. The caller holds the
-// tree's mutex.
+// ancestors and, for a commit, records the charge and any cost beyond the
+// amount. The caller holds the tree's mutex.
 func (m *Meter) settle(amount Nanodollars, charged bool, cost Nanodollars, u Usage) {
 	for a := m; a != nil; a = a.parent {
 		a.reserved -= amount
@@ -129,6 +160,9 @@ func (m *Meter) settle(amount Nanodollars, charged bool, cost Nanodollars, u Usa
 			a.spent = addSat(a.spent, cost)
 			a.usage = a.usage.Add(u)
 			a.calls++
+			if cost > amount {
+				a.overrun = addSat(a.overrun, cost-amount)
+			}
 		}
 	}
 }
@@ -137,7 +171,7 @@ func (m *Meter) settle(amount Nanodollars, charged bool, cost Nanodollars, u Usa
 func (m *Meter) Totals() Totals {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Totals{Cap: m.cap, Spent: m.spent, Reserved: m.reserved, Usage: m.usage, Calls: m.calls}
+	return Totals{Cap: m.cap, Spent: m.spent, Reserved: m.reserved, Usage: m.usage, Calls: m.calls, Overrun: m.overrun}
 }
 
 // Summary returns Totals().Summary().

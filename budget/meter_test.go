@@ -184,6 +184,99 @@ func TestCommitOverrun(t *testing.T) {
 	if _, err := m.Reserve(flat, 0, 1, 1); !errors.Is(err, ErrExhausted) {
 		t.Errorf("Reserve after overrun error = %v, want ErrExhausted", err)
 	}
+	if got := m.Totals().Overrun; got != want-r.Amount() {
+		t.Errorf("overrun recorded %s, want %s", got, want-r.Amount())
+	}
+}
+
+// TestOverrunIsRecordedAndStopsTheTree: the cost beyond a reservation is
+// recorded in the meter that charged it and in every ancestor, and no meter
+// of the tree reserves again, capped or not: a server that does not keep to
+// the bounds cannot be trusted with the next call.
+func TestOverrunIsRecordedAndStopsTheTree(t *testing.T) {
+	run := newMeter(t, 0, nil)
+	task, sibling := newMeter(t, 0, run), newMeter(t, 5, run)
+	r, err := task.Reserve(flat, 1_000, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actual := Usage{PromptTokens: 1_000, CompletionTokens: 150}
+	if err := r.Commit(actual); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("Commit error = %v, want ErrOverrun", err)
+	}
+	excess := flat.Cost(actual) - r.Amount() // 50 completion tokens at 2,000
+	if excess != 100_000 {
+		t.Fatalf("test arithmetic: excess %s", excess)
+	}
+	for name, m := range map[string]*Meter{"task": task, "run": run} {
+		if got := m.Totals().Overrun; got != excess {
+			t.Errorf("%s overrun = %s, want %s", name, got, excess)
+		}
+		if got := m.Summary().OverrunUSD; got != excess.USD() {
+			t.Errorf("%s summary overrun_usd = %v, want %v", name, got, excess.USD())
+		}
+	}
+	if got := sibling.Totals().Overrun; got != 0 {
+		t.Errorf("sibling overrun = %s, want 0: it made no call", got)
+	}
+	// The sibling's cap rests on the same server: it is refused. The task
+	// and the run have no cap, so no promise is at stake and calls go on.
+	if _, err := sibling.Reserve(flat, 1, 1, 1); !errors.Is(err, ErrExhausted) || !errors.Is(err, ErrOverrun) {
+		t.Errorf("sibling: Reserve after an overrun = %v, want ErrExhausted and ErrOverrun", err)
+	}
+	if got := run.Totals().Reserved; got != 0 {
+		t.Errorf("refused reservations hold %s", got)
+	}
+	for name, m := range map[string]*Meter{"task": task, "run": run} {
+		r, err := m.Reserve(flat, 1, 1, 1)
+		if err != nil {
+			t.Errorf("%s: Reserve without a cap after an overrun = %v, want it granted", name, err)
+			continue
+		}
+		r.Release()
+	}
+	// Under a capped run, every task is refused, capped or not.
+	cappedRun := newMeter(t, 10, nil)
+	greedy, other := newMeter(t, 0, cappedRun), newMeter(t, 0, cappedRun)
+	r, err = greedy.Reserve(flat, 1_000, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(actual); !errors.Is(err, ErrOverrun) {
+		t.Fatalf("Commit error = %v, want ErrOverrun", err)
+	}
+	for name, m := range map[string]*Meter{"greedy": greedy, "other": other, "run": cappedRun} {
+		if _, err := m.Reserve(flat, 1, 1, 1); !errors.Is(err, ErrExhausted) || !errors.Is(err, ErrOverrun) {
+			t.Errorf("capped run, %s: Reserve after an overrun = %v, want ErrExhausted and ErrOverrun", name, err)
+		}
+	}
+}
+
+// TestCommitBound charges exactly what was held, counting the bounds as the
+// usage, in the meter and its ancestors.
+func TestCommitBound(t *testing.T) {
+	run := newMeter(t, 1, nil)
+	task := newMeter(t, 0.5, run)
+	r, err := task.Reserve(flat, 2_000, 1_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CommitBound(); err != nil {
+		t.Fatalf("CommitBound: %v", err)
+	}
+	want := Usage{PromptTokens: 2_000, CompletionTokens: 1_000}
+	for name, m := range map[string]*Meter{"task": task, "run": run} {
+		got := m.Totals()
+		if got.Spent != r.Amount() || got.Reserved != 0 || got.Usage != want || got.Calls != 1 || got.Overrun != 0 {
+			t.Errorf("%s after CommitBound: %+v, want spent %s, nothing held, usage %+v, 1 call, no overrun", name, got, r.Amount(), want)
+		}
+	}
+	if err := r.CommitBound(); !errors.Is(err, ErrSettled) {
+		t.Errorf("second CommitBound = %v, want ErrSettled", err)
+	}
+	if err := r.Release(); !errors.Is(err, ErrSettled) {
+		t.Errorf("Release after CommitBound = %v, want ErrSettled", err)
+	}
 }
 
 // TestLastDollarGoesOnce: many tasks race for a budget that pays exactly one

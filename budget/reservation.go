@@ -12,16 +12,19 @@ var ErrSettled = errors.New("reservation already settled")
 // ErrOverrun is returned by Commit when the reported usage costs more than
 // was reserved: the server ignored the completion limit or the prompt was
 // longer than its bound. The true cost is recorded anyway, so the meters stay
-// honest, and it is the only way spending can pass a cap.
+// honest, and it is the only way spending can pass a cap; the excess is
+// counted in Totals.Overrun, and the meter tree refuses further reservations.
 var ErrOverrun = errors.New("call cost more than its reservation")
 
-// Reservation is money held for one call. It is settled exactly once, by
-// Commit when the call returned a usage report or by Release when nothing
-// was billed. It is safe for concurrent use.
+// Reservation is money held for one call. It is settled exactly once: by
+// Commit when the call returned a usage report, by CommitBound when the
+// server may have billed it without saying how much, or by Release when
+// it surely billed nothing. It is safe for concurrent use.
 type Reservation struct {
 	meter      *Meter
 	price      Price
 	amount     Nanodollars
+	prompt     int64
 	completion int64
 	settled    bool // guarded by meter.mu
 }
@@ -35,9 +38,7 @@ func (r *Reservation) Amount() Nanodollars { return r.amount }
 
 // Commit charges the cost of the call's actual usage at the reservation's
 // price to the meter and its ancestors, counts one call, and frees the rest of
-// the amount held. A call that failed after the server may have billed it
-// (a timeout during generation) can be committed with an estimated usage.
-// Commit returns ErrSettled if the reservation was already settled, and
+// the amount held. Commit returns ErrSettled if the reservation was already settled, and
 // ErrOverrun (after recording the charge) if the cost exceeded the amount.
 func (r *Reservation) Commit(actual Usage) error {
 	actual = actual.normalized()
@@ -56,8 +57,24 @@ func (r *Reservation) Commit(actual Usage) error {
 	return nil
 }
 
+// CommitBound charges the whole amount held, counting the prompt bound and
+// the granted completion limit as the call's usage: for a call the server
+// may have billed without reporting its usage (a timeout, a connection cut
+// after the request was sent, a reply without usage). It returns
+// ErrSettled if the reservation was already settled.
+func (r *Reservation) CommitBound() error {
+	r.meter.mu.Lock()
+	defer r.meter.mu.Unlock()
+	if r.settled {
+		return fmt.Errorf("commit %s call at its bound: %w", r.price.Model, ErrSettled)
+	}
+	r.settled = true
+	r.meter.settle(r.amount, true, r.amount, Usage{PromptTokens: r.prompt, CompletionTokens: r.completion})
+	return nil
+}
+
 // Release frees the amount held without charging anything, for a call that
-// was not made or was refused before any billing. It returns ErrSettled if
+// was not made or was surely refused before any billing. It returns ErrSettled if
 // the reservation was already settled.
 func (r *Reservation) Release() error {
 	r.meter.mu.Lock()

@@ -8,6 +8,9 @@ type Totals struct {
 	Reserved Nanodollars // held by calls not yet settled
 	Usage    Usage       // tokens of committed calls
 	Calls    int64       // committed calls
+	// Overrun is what committed calls cost beyond what was reserved for
+	// them: zero unless a server reported more usage than a call's bound.
+	Overrun Nanodollars
 }
 
 // Remaining returns what is left under the cap, never negative, and false
@@ -34,6 +37,8 @@ type Summary struct {
 	// Overrun is set when spending passed the cap, which only a server
 	// ignoring the completion limit can cause.
 	Overrun bool `json:"overrun,omitempty"`
+	// OverrunUSD is what calls cost beyond what was reserved for them.
+	OverrunUSD float64 `json:"overrun_usd,omitempty"`
 }
 
 // Summary converts the totals to dollars.
@@ -44,6 +49,7 @@ func (t Totals) Summary() Summary {
 		SpentUSD:         t.Spent.USD(),
 		SpentNanodollars: int64(t.Spent),
 		ReservedUSD:      t.Reserved.USD(),
+		OverrunUSD:       t.Overrun.USD(),
 	}
 	if left, capped := t.Remaining(); capped {
 		c, r := t.Cap.USD(), left.USD()

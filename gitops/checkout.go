@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/runner-dev/runner/internal/panics"
 )
 
 // checkoutWorkers is how many files are written at once. Writing a file is
@@ -37,7 +40,7 @@ const inlineBlob = 1 << 20
 // Names are validated by the tree walker (no "..", no .git in any
 // spelling), and a path that already exists, a symlink included, is an
 // error, so nothing is ever written through a link.
-func checkoutFresh(repo *git.Repository, dst storer.IndexStorer, dir string, commit plumbing.Hash) error {
+func checkoutFresh(ctx context.Context, repo *git.Repository, dst storer.IndexStorer, dir string, commit plumbing.Hash) error {
 	c, err := repo.CommitObject(commit)
 	if err != nil {
 		return fmt.Errorf("checkout %s: %w", commit, err)
@@ -46,7 +49,7 @@ func checkoutFresh(repo *git.Repository, dst storer.IndexStorer, dir string, com
 	if err != nil {
 		return fmt.Errorf("checkout %s: %w", commit, err)
 	}
-	w := newCheckoutWriter(dir)
+	w := newCheckoutWriter(ctx, dir)
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
 	for {
@@ -92,18 +95,25 @@ type checkoutWriter struct {
 	err     error
 }
 
-func newCheckoutWriter(dir string) *checkoutWriter {
+func newCheckoutWriter(ctx context.Context, dir string) *checkoutWriter {
 	w := &checkoutWriter{dir: dir, jobs: make(chan fileJob, 4*checkoutWorkers)}
 	for range checkoutWorkers {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
 			for j := range w.jobs {
-				w.done(j.entry, writeNewFile(w.path(j.entry.Name), j.entry, j.content))
+				w.done(j.entry, w.write(ctx, j))
 			}
 		}()
 	}
 	return w
+}
+
+// write writes the file of one job; a panic is the job's error (and is
+// reported to ctx, see package panics), so the other jobs still drain.
+func (w *checkoutWriter) write(ctx context.Context, j fileJob) (err error) {
+	defer panics.Catch(ctx, &err)
+	return writeNewFile(w.path(j.entry.Name), j.entry, j.content)
 }
 
 func (w *checkoutWriter) path(name string) string {

@@ -120,7 +120,7 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: resolve HEAD: %w", acc.url, err)
 	}
-	if err := checkoutFresh(repo, repo.Storer, opts.Dir, *head); err != nil {
+	if err := checkoutFresh(ctx, repo, repo.Storer, opts.Dir, *head); err != nil {
 		return nil, fmt.Errorf("clone %s: %w", acc.url, err)
 	}
 	if target == plumbing.HEAD {

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/runner-dev/runner/internal/panics"
 )
 
 // localGitDir returns the git directory of the repository that url names
@@ -122,8 +124,8 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 	if err != nil {
 		return nil, err
 	}
-	filled := fillStore(gitDir, opts.Dir, shallow, objects)
-	err = checkoutFresh(src, repo.Storer, opts.Dir, commit)
+	filled := fillStore(ctx, gitDir, opts.Dir, shallow, objects)
+	err = checkoutFresh(ctx, src, repo.Storer, opts.Dir, commit)
 	if ferr := <-filled; ferr != nil && err == nil {
 		err = ferr
 	}
@@ -144,16 +146,14 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 // fillStore gives the clone in dir its objects from the store in gitDir, on
 // a goroutine, and reports on the channel when done: a pack of the listed
 // objects for a shallow clone, links to every object for a full one.
-func fillStore(gitDir, dir string, shallow bool, objects []plumbing.Hash) <-chan error {
+func fillStore(ctx context.Context, gitDir, dir string, shallow bool, objects []plumbing.Hash) <-chan error {
 	from, to := filepath.Join(gitDir, "objects"), filepath.Join(dir, git.GitDirName, "objects")
-	filled := make(chan error, 1)
-	go func() {
+	return panics.Go(ctx, func() error {
 		if !shallow {
 			if err := linkObjects(from, to); err != nil {
-				filled <- fmt.Errorf("copy objects: %w", err)
+				return fmt.Errorf("copy objects: %w", err)
 			}
-			close(filled)
-			return
+			return nil
 		}
 		// A second handle on the source: go-git's readers of one store are
 		// not safe for concurrent use, and the checkout reads the first.
@@ -165,11 +165,10 @@ func fillStore(gitDir, dir string, shallow bool, objects []plumbing.Hash) <-chan
 			closeSrc()
 		}
 		if err != nil {
-			filled <- fmt.Errorf("write pack: %w", err)
+			return fmt.Errorf("write pack: %w", err)
 		}
-		close(filled)
-	}()
-	return filled
+		return nil
+	})
 }
 
 // peelToCommit follows annotated tags from h to the commit they name, and

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/internal/panics"
 )
 
 // copyIn copies the host directory dir into Workdir, owned by the sandbox
@@ -27,7 +29,12 @@ func (d *Docker) copyIn(ctx context.Context, dir string) error {
 		dest, layout = "/", tarLayout{root: strings.TrimPrefix(Workdir, "/"), home: strings.TrimPrefix(homeDir, "/")}
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeWorkspaceTar(pw, dir, d.uid, d.gid, layout)) }()
+	go func() {
+		var err error
+		defer func() { pw.CloseWithError(err) }()
+		defer panics.Catch(ctx, &err)
+		err = writeWorkspaceTar(pw, dir, d.uid, d.gid, layout)
+	}()
 	defer pr.Close()
 	_, err := d.e.cli.CopyToContainer(ctx, d.id, client.CopyToContainerOptions{
 		DestinationPath: dest,

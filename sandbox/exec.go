@@ -10,6 +10,8 @@ import (
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/internal/panics"
 )
 
 //go:embed exec.sh
@@ -59,11 +61,10 @@ func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecRes
 		return ExecResult{}, d.execError(ctx, err)
 	}
 	out := newExecOutput(opt.MaxOutput, mark)
-	done := make(chan error, 1)
-	go func() {
+	done := panics.Go(ctx, func() error {
 		_, err := stdcopy.StdCopy(out.stdoutWriter(), out.stderrWriter(), att.Reader)
-		done <- err
-	}()
+		return err
+	})
 	stop := func() { att.Close(); <-done }
 	// timeUp wakes the watchdog, which kills the command and says so. It
 	// also wakes if the runner dies, since the engine then closes stdin.

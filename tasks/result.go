@@ -71,9 +71,13 @@ type Result struct {
 	// refused or failed commit, no changes, an interrupted task).
 	Branch string `json:"branch,omitempty"`
 	// Commit is the head of Branch, empty when nothing was committed.
-	Commit     string    `json:"commit,omitempty"`
-	Pushed     bool      `json:"pushed"`
-	CostUSD    float64   `json:"cost_usd"`
+	Commit  string  `json:"commit,omitempty"`
+	Pushed  bool    `json:"pushed"`
+	CostUSD float64 `json:"cost_usd"`
+	// OverrunUSD is what the task's model calls cost beyond what was
+	// reserved for them: set only when the server reported more usage than
+	// a call's bound, which ends the task as budget_exhausted.
+	OverrunUSD float64   `json:"overrun_usd,omitempty"`
 	Tokens     Tokens    `json:"tokens"`
 	Calls      int       `json:"calls"`
 	Steps      int       `json:"steps"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,8 +172,8 @@ tasks: [{id: killed, repo: %s, prompt: "Get killed.", image: %s}]
 }
 
 // The model server misbehaves — 429 with Retry-After, a run of 5xx, a
-// reset connection, a hung response — and the task still succeeds, with
-// every retry in its trajectory; garbage ends the task with a clear error.
+// reset connection, a hung response, a success whose body is a proxy's
+// page — and the tasks still succeed, with every retry in their trajectory.
 func TestModelServerFaults(t *testing.T) {
 	repo, _ := sourceRepo(t, map[string]string{"a.txt": "a\n"})
 	srv := fakellm.New(t,
@@ -182,7 +183,8 @@ func TestModelServerFaults(t *testing.T) {
 		fakellm.Hang(),
 		edit("a.txt", "a", "b"),
 		complete("Changed a."),
-		fakellm.Garbage("<html>this is not an API</html>"),
+		fakellm.HTML(http.StatusOK, "<html>this is not an API</html>"),
+		complete("Met garbage."),
 	)
 	file := writeTaskFile(t, fmt.Sprintf(`
 tasks:
@@ -191,19 +193,23 @@ tasks:
 `, repo, dockertest.Busybox(t), repo, dockertest.Busybox(t)))
 	out := filepath.Join(t.TempDir(), "out")
 	res, pid := runRunner(t, srv, "run", file, "--out", out, "--request-timeout", "2s")
-	if res.code != cli.ExitFailure {
+	if res.code != cli.ExitOK {
 		t.Fatalf("runner run: %s", res)
 	}
 	rs := byID(readResultLines(t, out))
 	if rs["flaky"].Status != tasks.StatusSucceeded {
 		t.Errorf("flaky = %+v", rs["flaky"])
 	}
-	if r := rs["garbage"]; r.Status != tasks.StatusModelError || !strings.Contains(r.Error, "malformed response") {
-		t.Errorf("garbage = %+v; want model_error saying the response was malformed", r)
+	if r := rs["garbage"]; r.Status != tasks.StatusSucceeded {
+		t.Errorf("garbage = %+v", r)
 	}
 	traj, _ := os.ReadFile(filepath.Join(out, "trajectories", "flaky.1.jsonl"))
 	if n := strings.Count(string(traj), `"type":"retry"`); n != 6 {
 		t.Errorf("%d retry events in the trajectory, want 6", n)
+	}
+	traj, _ = os.ReadFile(filepath.Join(out, "trajectories", "garbage.1.jsonl"))
+	if n := strings.Count(string(traj), `"type":"retry"`); n != 1 || !strings.Contains(string(traj), "malformed response") {
+		t.Errorf("%d retry events in the garbage task's trajectory, want 1 naming the malformed response:\n%s", n, traj)
 	}
 	noLeftovers(t, pid)
 }

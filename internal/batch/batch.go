@@ -43,7 +43,12 @@ type Options struct {
 	// Force lets a task move a branch that already exists.
 	Force bool
 	// RunID labels the run's sandboxes; default a time-based id.
-	RunID    string
+	RunID string
+	// Margin is how much longer than its timeout a task may take in all,
+	// for the check, the snapshot and the commit; default 15m. When it
+	// passes the task ends as time_limit, and its work so far is still
+	// committed within a grace period.
+	Margin   time.Duration
 	Defaults Defaults
 	// Agent holds settings passed to every agent (context window,
 	// compaction); its Model, Price, Meter, MaxSteps, TimeLimit, Network,

@@ -7,19 +7,26 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/panics"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
 )
 
-// sandboxMargin is how much longer than its task a sandbox may live, to
-// leave time for the check, the snapshot and the commit.
-const sandboxMargin = 15 * time.Minute
+// Deadlines of a task. The agent's time limit is the task's timeout; the
+// task as a whole (clone to commit) may take margin longer, to leave time
+// for the check, the snapshot and the commit. When that deadline passes,
+// the snapshot and the commit of the partial work still get commitGrace.
+const (
+	defaultMargin = 15 * time.Minute
+	commitGrace   = 5 * time.Minute
+)
 
 // runTask runs one task from clone to recorded result. It never panics out
 // and always records a result, unless the out directory itself fails.
@@ -50,13 +57,27 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 			deps.Progress.Finished(t, res)
 		}
 	}()
+	// A panic on any goroutine working for the task ends the task, not the
+	// run: the goroutine recovers it (see package panics) and reports it
+	// to the task's context, which halts the task.
+	halt, crash := context.WithCancelCause(ctx)
+	defer crash(nil)
+	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stop: ctx, halt: halt, crash: crash}
 	// The whole task, clone to commit, has a deadline; the agent's own time
-	// limit ends its work earlier, leaving time for the rest.
-	tctx, cancel := context.WithTimeout(ctx, t.Timeout+sandboxMargin)
+	// limit ends its work earlier, leaving time for the rest. Passing it is
+	// time_limit; only the run's ctx ending (the user's stop) interrupts.
+	tctx, cancel := context.WithTimeout(panics.WithHandler(halt, w.crashed), t.Timeout+opt.margin())
 	defer cancel()
-	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stopped: ctx.Err}
 	w.run(tctx, run)
 	return res, nil
+}
+
+// margin is Options.Margin or its default.
+func (o Options) margin() time.Duration {
+	if o.Margin > 0 {
+		return o.Margin
+	}
+	return defaultMargin
 }
 
 // work is the state of one task while it runs.
@@ -66,8 +87,14 @@ type work struct {
 	opt  Options
 	deps Deps
 	res  *tasks.Result
-	// stopped reports whether the run (not just this task) was stopped.
-	stopped func() error
+	// stop ends when the run (not just this task) is stopped; halt ends
+	// then too, and when a goroutine of the task panics (crash).
+	stop  context.Context
+	halt  context.Context
+	crash context.CancelCauseFunc
+
+	mu    sync.Mutex
+	panic *panics.Error // the first panic of a goroutine of the task
 
 	repoPath string // where the branch is written: the user's repo, or the clone of a URL
 	clone    *gitops.Workspace
@@ -100,6 +127,16 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 			w.res.Error = strings.TrimPrefix(w.res.Error+"; the trajectory is incomplete: "+err.Error(), "; ")
 		}
 	}()
+	// Runs after the sandbox is closed, before the trajectory is.
+	defer func() {
+		e := w.panicked()
+		if v := recover(); v != nil {
+			e = panics.New(v)
+		}
+		if e != nil {
+			w.endWithPanic(e)
+		}
+	}()
 
 	// Clone into a private directory, removed at the end.
 	dir, err := os.MkdirTemp(w.deps.WorkDir, "runner-"+t.ID+"-")
@@ -121,7 +158,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 
 	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
 		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
-		Lifetime: t.Timeout + sandboxMargin, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+		Lifetime: t.Timeout + w.opt.margin() + commitGrace, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	})
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
@@ -135,12 +172,55 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	if agentErr != "" {
 		w.res.Error = agentErr
 	}
-	if status == tasks.StatusInterrupted {
-		return // the user stopped the run: no half-done branch
+	if status == tasks.StatusInterrupted || w.panicked() != nil {
+		return // the user stopped the run, or a bug did: no half-done branch
 	}
 	// Even after a sandbox failure the workspace may still be there (the
 	// daemon hiccuped, the container survived): keep what can be kept.
-	w.commit(ctx, meter)
+	cctx, cancelCommit := w.commitContext(ctx)
+	defer cancelCommit()
+	w.commit(cctx, meter)
+}
+
+// commitContext is the context of the snapshot, the commit and the push:
+// the task's deadline, or commitGrace from now if that is later (the
+// deadline may have passed, ending the agent or the check), and the end of
+// the run if the user stops it.
+func (w *work) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(commitGrace)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	unhook := context.AfterFunc(w.halt, cancel)
+	return cctx, func() { unhook(); cancel() }
+}
+
+// crashed hears of a panic caught on a goroutine of the task: the first
+// is kept, and the task is halted.
+func (w *work) crashed(e *panics.Error) {
+	w.mu.Lock()
+	if w.panic == nil {
+		w.panic = e
+	}
+	w.mu.Unlock()
+	w.crash(e)
+}
+
+func (w *work) panicked() *panics.Error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.panic
+}
+
+// endWithPanic records a panic of the task: its stack in the trajectory,
+// and the status error. Nothing was committed.
+func (w *work) endWithPanic(e *panics.Error) {
+	w.traj.Record(agent.Event{Type: agent.EventPanic, Error: e.Error(), Text: e.Stack})
+	w.fail(tasks.StatusError, fmt.Errorf("internal error: %w (the stack is in the trajectory)", e))
+	if w.res.Commit == "" {
+		w.res.Branch = ""
+	}
 }
 
 // work runs the agent, then the check with its retries. It returns the
@@ -169,7 +249,12 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 		passed, feedback, err := w.check(ctx)
 		switch {
 		case err != nil:
-			return w.statusOf(ctx, tasks.StatusSandboxError), out.Summary, "check: " + err.Error()
+			status := w.statusOf(ctx, tasks.StatusSandboxError)
+			if status == tasks.StatusTimeLimit {
+				return status, out.Summary, fmt.Sprintf("time limit: the task's deadline (timeout %s, plus %s) passed during the check: %v",
+					t.Timeout, w.opt.margin(), err)
+			}
+			return status, out.Summary, "check: " + err.Error()
 		case passed:
 			return tasks.StatusSucceeded, out.Summary, ""
 		case retry >= t.CheckRetries:
@@ -256,7 +341,7 @@ func (w *work) branchFromEarlierAttempt() bool {
 // account copies the meter's totals into the result.
 func (w *work) account(meter *budget.Meter) {
 	s := meter.Summary()
-	w.res.CostUSD = s.SpentUSD
+	w.res.CostUSD, w.res.OverrunUSD = s.SpentUSD, s.OverrunUSD
 	w.res.Calls = int(s.Calls)
 	w.res.Tokens = tasks.Tokens{In: s.PromptTokens, Cached: s.CachedTokens, Out: s.CompletionTokens}
 }
@@ -265,7 +350,7 @@ func (w *work) account(meter *budget.Meter) {
 // task's deadline passed, else fallback.
 func (w *work) statusOf(ctx context.Context, fallback tasks.Status) tasks.Status {
 	switch {
-	case w.stopped() != nil:
+	case w.stop.Err() != nil:
 		return tasks.StatusInterrupted
 	case ctx.Err() != nil:
 		return tasks.StatusTimeLimit

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,11 +181,11 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, req Request, t Tur
 			s.t.Errorf("fakellm: encode reply: %v", err)
 			return
 		}
-		writeJSON(w, http.StatusOK, t.header, string(b))
+		answer(w, t, http.StatusOK, string(b))
 	case kindStatus:
-		writeJSON(w, t.status, t.header, t.body)
+		answer(w, t, t.status, t.body)
 	case kindGarbage:
-		writeJSON(w, http.StatusOK, t.header, t.body)
+		answer(w, t, http.StatusOK, t.body)
 	case kindHang:
 		s.hold(r)
 	case kindStall:
@@ -217,6 +218,18 @@ func (s *Server) reset(w http.ResponseWriter) {
 		_ = tcp.SetLinger(0)
 	}
 	_ = conn.Close()
+}
+
+// answer writes the turn's status, headers and body, or, for a turn cut
+// short, the start of the body under a Content-Length announcing all of it;
+// the server then closes the connection, as the handler wrote less than it
+// announced.
+func answer(w http.ResponseWriter, t Turn, status int, body string) {
+	if t.cut {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		body = body[:min(t.cutAt, len(body))]
+	}
+	writeJSON(w, status, t.header, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, header http.Header, body string) {

@@ -268,6 +268,43 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+// The faults of a 200 answer whose body is not a completion: a proxy's
+// HTML page, a body cut short, an empty body.
+func TestBadSuccessBodies(t *testing.T) {
+	s := New(t,
+		HTML(http.StatusOK, "<html><title>Bad Gateway</title></html>"),
+		Text("hello").CutAfter(20),
+		Garbage(""),
+		Garbage(`{"object":"list"}`).CutAfter(100),
+	)
+	const req = `{"model":"m","messages":[{"role":"user","content":"u"}]}`
+
+	status, h, body := post(t, s.URL(), req)
+	if status != http.StatusOK || h.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(string(body), "Bad Gateway") {
+		t.Errorf("HTML page = %d %q %s, want 200 text/html with the page", status, h.Get("Content-Type"), body)
+	}
+
+	res, err := http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) || len(got) != 20 ||
+		!strings.HasPrefix(string(got), `{"id":"chatcmpl-fake`) || res.ContentLength <= 20 {
+		t.Errorf("cut reply = %d, %d of %d bytes %q, read error %v; want 200, 20 bytes of a longer body, unexpected EOF",
+			res.StatusCode, len(got), res.ContentLength, got, err)
+	}
+
+	if status, _, body := post(t, s.URL(), req); status != http.StatusOK || len(body) != 0 {
+		t.Errorf("empty body = %d %q, want 200 and nothing", status, body)
+	}
+	// A cut beyond the body's end sends it whole.
+	if status, _, body := post(t, s.URL(), req); status != http.StatusOK || string(body) != `{"object":"list"}` {
+		t.Errorf("cut beyond the end = %d %q, want the whole body", status, body)
+	}
+}
+
 func TestRequestsRecordWhatWasSent(t *testing.T) {
 	s := New(t, Text("ok"))
 	post(t, s.URL(), `{"model":"m","max_completion_tokens":256,"temperature":0.5,`+tools+`,"messages":[{"role":"user","content":"u"}]}`)

@@ -21,6 +21,9 @@ type Turn struct {
 	body    string
 	header  http.Header
 	fn      func(Request) Turn
+	// cut, when set, sends only the first cutAt bytes of the body.
+	cut   bool
+	cutAt int
 }
 
 type turnKind int
@@ -121,6 +124,12 @@ func Reset() Turn { return Turn{kind: kindReset} }
 // Garbage answers 200 application/json with body, which need not be JSON.
 func Garbage(body string) Turn { return Turn{kind: kindGarbage, body: body} }
 
+// HTML answers with status and an HTML page sent as text/html, as a proxy
+// or a load balancer in front of the API does.
+func HTML(status int, page string) Turn {
+	return Status(status, page).WithHeader("Content-Type", "text/html; charset=utf-8")
+}
+
 // Func decides the answer when the request arrives: fn receives the decoded
 // request and returns the turn to play. fn runs on the server's goroutine.
 func Func(fn func(Request) Turn) Turn { return Turn{kind: kindFunc, fn: fn} }
@@ -168,8 +177,18 @@ func (t Turn) WithHeader(key, value string) Turn {
 	return t
 }
 
+// CutAfter sends the status and headers of a reply, a status answer or
+// garbage, with a Content-Length announcing the whole body, then only the
+// first n bytes of the body, and closes the connection: a body cut short.
+func (t Turn) CutAfter(n int) Turn {
+	t.cut, t.cutAt = true, max(n, 0)
+	return t
+}
+
 // String describes the turn for failure messages.
-func (t Turn) String() string {
+func (t Turn) String() string { return t.describe() + t.cutNote() }
+
+func (t Turn) describe() string {
 	switch t.kind {
 	case kindReply:
 		var parts []string
@@ -197,6 +216,13 @@ func (t Turn) String() string {
 		return "func"
 	}
 	return "unknown turn"
+}
+
+func (t Turn) cutNote() string {
+	if !t.cut {
+		return ""
+	}
+	return fmt.Sprintf(" cut after %d bytes", t.cutAt)
 }
 
 func clip(s string) string {
