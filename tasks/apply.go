@@ -18,10 +18,14 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 	ids := map[string]*spec{}
 	folded := map[string]*spec{}
 	branches := map[string]*spec{}
+	maxPrompt := r.maxPrompt(defaults)
 	for _, s := range specs {
+		a := at{taskID: deref(s.ID)}
+		if !s.seen["prompt"] {
+			r.loadPromptFile(s, a, maxPrompt)
+		}
 		t := merge(defaults, s)
 		t.Source = Source{File: r.file, Line: s.node.Line}
-		a := at{taskID: t.ID}
 		unique := false
 		switch {
 		case !s.seen["id"]:
@@ -48,6 +52,8 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 			r.add(s.promptNode, a.with("prompt_file"), "prompt_file: the file is empty")
 		case s.Prompt != nil && strings.TrimSpace(*s.Prompt) == "":
 			r.add(s.promptNode, a.with("prompt"), "prompt is empty")
+		default:
+			r.checkPromptSize(s, a, maxPrompt)
 		}
 		if !s.seen["repo"] && !defaults.seen["repo"] {
 			r.add(s.node, a.with("repo"), "missing repo (set it on the task or in defaults)")

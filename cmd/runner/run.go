@@ -88,7 +88,7 @@ func addTaskDefaultFlags(cmd *cobra.Command, d *batch.Defaults) {
 
 // runFile loads a task file and runs it.
 func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error {
-	q, err := tasks.Load(path)
+	q, err := tasks.Load(ctx, path)
 	if err != nil {
 		return err
 	}

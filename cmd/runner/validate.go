@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,7 +20,7 @@ type validateOptions struct {
 	files   []string
 }
 
-func newValidateCmd(d *deps, runF func(*validateOptions) error) *cobra.Command {
+func newValidateCmd(d *deps, runF func(context.Context, *validateOptions) error) *cobra.Command {
 	opts := &validateOptions{}
 	return &cobra.Command{
 		Use:   "validate FILE...",
@@ -37,9 +38,9 @@ document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems"}]}
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runValidate(opts)
+			return runValidate(cmd.Context(), opts)
 		},
 	}
 }
@@ -85,9 +86,9 @@ type problemView struct {
 
 // checkFile loads one task file and reports what it holds or what is wrong
 // with it. A file that cannot be read is one problem.
-func checkFile(path string) fileCheck {
+func checkFile(ctx context.Context, path string) fileCheck {
 	fc := fileCheck{File: path}
-	q, err := tasks.Load(path)
+	q, err := tasks.Load(ctx, path)
 	var invalid *tasks.ValidationError
 	switch {
 	case errors.As(err, &invalid):
@@ -116,11 +117,14 @@ func checkFile(path string) fileCheck {
 	return fc
 }
 
-func runValidate(opts *validateOptions) error {
+func runValidate(ctx context.Context, opts *validateOptions) error {
 	checks := make([]fileCheck, len(opts.files))
 	bad, problems := 0, 0
 	for i, f := range opts.files {
-		checks[i] = checkFile(f)
+		checks[i] = checkFile(ctx, f)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if !checks[i].OK {
 			bad++
 			problems += len(checks[i].Problems)
