@@ -17,7 +17,7 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 	tasks := make([]Task, 0, len(specs))
 	ids := map[string]*spec{}
 	folded := map[string]*spec{}
-	branches := map[string]*spec{}
+	branches := newBranchSet()
 	maxPrompt := r.maxPrompt(defaults)
 	for _, s := range specs {
 		a := at{taskID: deref(s.ID)}
@@ -58,11 +58,9 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 		if !s.seen["repo"] && !defaults.seen["repo"] {
 			r.add(s.node, a.with("repo"), "missing repo (set it on the task or in defaults)")
 		}
-		if unique && t.Branch != "" { // a repeated id is reported once
-			if other := branches[t.Branch]; other != nil {
-				r.add(orNode(s.branchNode, s.node), a.with("branch"), "branch %q is also the branch of task %q (line %d)", t.Branch, *other.ID, other.node.Line)
-			} else {
-				branches[t.Branch] = s
+		if unique && t.Branch != "" && CheckBranchName(t.Branch) == nil { // a repeated id is reported once
+			if msg := branches.claim(t.Branch, s); msg != "" {
+				r.add(orNode(s.branchNode, s.node), a.with("branch"), "%s", msg)
 			}
 		}
 		tasks = append(tasks, t)
