@@ -111,6 +111,9 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	for _, w := range store.Warnings() {
 		d.printer.Warn("%s", w)
 	}
+	if err := preflight(d, queue, store); err != nil {
+		return configErr(err)
+	}
 	e, err := d.engine(ctx)
 	if err != nil {
 		return err
