@@ -124,9 +124,14 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	if rep, err := e.Cleanup(ctx); err == nil && len(rep.Removed) > 0 {
 		d.printer.Line("removed %d sandbox container(s) left by runs that are over", len(rep.Removed))
 	}
+	removeEarlierRuns(ctx, d, e, store)
 
 	opts.defaults.Model = opts.model.name
 	runID := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())
+	if err := store.BeginRun(runID); err != nil {
+		return err
+	}
+	noteLeftovers(ctx, d, opts.out)
 	progress := newProgress(d.printer, d.globals.json)
 	sum, err := batch.Run(ctx, queue, batch.Options{
 		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: runID,
@@ -145,7 +150,10 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	// Whatever happened, no sandbox of this run outlives it.
 	if _, cerr := e.RemoveRun(context.WithoutCancel(ctx), runID); cerr != nil {
 		d.printer.Warn("removing the run's sandboxes: %v", cerr)
+	} else if err := store.EndRun(runID); err != nil {
+		d.printer.Warn("%v", err)
 	}
+	onForcedExit(ctx, nil)
 	if err != nil {
 		return configErr(err)
 	}
