@@ -34,6 +34,7 @@ func checkRepos(queue []tasks.Task, skipMissing bool) repoReport {
 		in       *gitops.Inspection
 		reported bool // its error, once
 		err      error
+		refs     map[string]refResult // tasks of a queue mostly share a ref
 	}
 	repos := map[string]*inspected{}
 	for _, t := range queue {
@@ -42,7 +43,7 @@ func checkRepos(queue []tasks.Task, skipMissing bool) repoReport {
 		}
 		r := repos[t.Repo]
 		if r == nil {
-			r = &inspected{}
+			r = &inspected{refs: map[string]refResult{}}
 			if _, err := os.Stat(t.Repo); errors.Is(err, fs.ErrNotExist) && skipMissing {
 				r.reported = true
 			} else {
@@ -63,7 +64,12 @@ func checkRepos(queue []tasks.Task, skipMissing bool) repoReport {
 		if r.in == nil {
 			continue
 		}
-		choice, err := r.in.Ref(t.Ref)
+		res, ok := r.refs[t.Ref]
+		if !ok {
+			res.choice, res.err = r.in.Ref(t.Ref)
+			r.refs[t.Ref] = res
+		}
+		choice, err := res.choice, res.err
 		switch {
 		case err != nil:
 			problem("ref", "ref: %v", err)
@@ -81,6 +87,12 @@ func checkRepos(queue []tasks.Task, skipMissing bool) repoReport {
 		}
 	}
 	return rep
+}
+
+// refResult is what Inspection.Ref said of one ref.
+type refResult struct {
+	choice gitops.RefChoice
+	err    error
 }
 
 // taskProblem is a problem about task t, at the place the task was written.
