@@ -86,6 +86,14 @@ func TestCommitTreeNeverWritesACheckedOutBranch(t *testing.T) {
 			}
 		}
 	}
+	// The same seen from a linked worktree, whose HEAD and commondir lead
+	// to the others.
+	for _, branch := range []string{"main", "side"} {
+		_, err := CommitTree(context.Background(), rebasing, commits[0], bytes.NewReader(snapshot), CommitOptions{Branch: branch, Force: true})
+		if !errors.Is(err, ErrBranchCheckedOut) {
+			t.Errorf("CommitTree through a linked worktree to %s = %v, want ErrBranchCheckedOut", branch, err)
+		}
+	}
 	if got := gitRun(t, repo, "for-each-ref"); got != refsBefore {
 		t.Errorf("refs changed:\n got %s\nwant %s", got, refsBefore)
 	}
