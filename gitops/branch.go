@@ -58,12 +58,26 @@ func lockRef(repo *git.Repository, ref plumbing.ReferenceName) (unlock func(), e
 // only if absent; with force an existing one is moved by compare-and-swap
 // (go-git's CheckAndSetReference) against the value just read, so a
 // concurrent move is reported as ErrBranchChanged instead of being lost.
+// A branch checked out in any worktree is never written (a
+// *CheckedOutError), nor one that git could not hold beside the existing
+// refs (a *RefConflictError); both are checked under the lock, since the
+// user may check a branch out or create one while a task runs.
 func setBranch(repo *git.Repository, ref plumbing.ReferenceName, h plumbing.Hash, force bool) error {
+	// A conflict would make the lock itself fail, with a less clear error.
+	if err := refuseConflict(repo, ref); err != nil {
+		return err
+	}
 	unlock, err := lockRef(repo, ref)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := refuseCheckedOut(repo, ref); err != nil {
+		return err
+	}
+	if err := refuseConflict(repo, ref); err != nil {
+		return err
+	}
 	cur, err := repo.Storer.Reference(ref)
 	var old *plumbing.Reference
 	switch {
@@ -95,18 +109,6 @@ func deleteBranch(repo *git.Repository, ref plumbing.ReferenceName) error {
 	defer unlock()
 	if err := repo.Storer.RemoveReference(ref); err != nil {
 		return fmt.Errorf("delete %s: %w", ref, err)
-	}
-	return nil
-}
-
-// refuseCheckedOut returns ErrBranchCheckedOut if HEAD points to ref.
-func refuseCheckedOut(repo *git.Repository, ref plumbing.ReferenceName) error {
-	head, err := repo.Storer.Reference(plumbing.HEAD)
-	if err != nil {
-		return fmt.Errorf("read HEAD: %w", err)
-	}
-	if head.Type() == plumbing.SymbolicReference && head.Target() == ref {
-		return fmt.Errorf("%w: HEAD points to %s", ErrBranchCheckedOut, ref.Short())
 	}
 	return nil
 }

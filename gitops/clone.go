@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -83,6 +84,9 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 		return ws, nil
 	}
 	refs, err := listRemote(ctx, acc)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, fmt.Errorf("clone %s: %w", acc.url, ErrNoCommits)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: list remote refs: %w", acc.url, err)
 	}
@@ -165,7 +169,7 @@ func resolveCloneRef(ref string, refs []*plumbing.Reference) (name plumbing.Refe
 	if looksLikeHash(ref) {
 		return "", true, nil
 	}
-	return "", false, fmt.Errorf("%w: %q is not a branch, tag or commit of the remote", ErrRefNotFound, ref)
+	return "", false, fmt.Errorf("%w: %q is not a branch, tag or commit of the repository", ErrRefNotFound, ref)
 }
 
 func looksLikeHash(s string) bool {

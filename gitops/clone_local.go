@@ -74,6 +74,9 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 	if err != nil {
 		return nil, fmt.Errorf("list refs of %s: %w", url, err)
 	}
+	if !hasCommits(refs) {
+		return nil, ErrNoCommits
+	}
 	target, isCommit, err := resolveCloneRef(opts.Ref, refs)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,8 @@ var (
 	ErrBranchLocked = errors.New("branch is locked by another update")
 	// ErrBranchNotFound: the local branch to push does not exist.
 	ErrBranchNotFound = errors.New("branch not found")
-	// ErrBranchCheckedOut: Rollback refuses to delete the branch HEAD points to.
+	// ErrBranchCheckedOut matches every *CheckedOutError: CommitTree and
+	// Rollback never write or delete a branch checked out in a worktree.
 	ErrBranchCheckedOut = errors.New("branch is checked out")
 	// ErrUnsafeSnapshot matches every *UnsafeSnapshotError.
 	ErrUnsafeSnapshot = errors.New("unsafe snapshot")
@@ -31,7 +32,7 @@ var (
 	// ErrInvalidSignature: an author name or email would corrupt the commit.
 	ErrInvalidSignature = errors.New("invalid author")
 	// ErrRefNotFound: the ref to clone is neither a branch, a tag nor a
-	// commit of the remote repository.
+	// commit of the repository.
 	ErrRefNotFound = errors.New("ref not found")
 	// ErrDirNotEmpty: the clone destination already holds files.
 	ErrDirNotEmpty = errors.New("clone directory is not empty")

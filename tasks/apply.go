@@ -17,11 +17,15 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 	tasks := make([]Task, 0, len(specs))
 	ids := map[string]*spec{}
 	folded := map[string]*spec{}
-	branches := map[string]*spec{}
+	branches := newBranchSet()
+	maxPrompt := r.maxPrompt(defaults)
 	for _, s := range specs {
+		a := at{taskID: deref(s.ID)}
+		if !s.seen["prompt"] {
+			r.loadPromptFile(s, a, maxPrompt)
+		}
 		t := merge(defaults, s)
 		t.Source = Source{File: r.file, Line: s.node.Line}
-		a := at{taskID: t.ID}
 		unique := false
 		switch {
 		case !s.seen["id"]:
@@ -48,15 +52,15 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 			r.add(s.promptNode, a.with("prompt_file"), "prompt_file: the file is empty")
 		case s.Prompt != nil && strings.TrimSpace(*s.Prompt) == "":
 			r.add(s.promptNode, a.with("prompt"), "prompt is empty")
+		default:
+			r.checkPromptSize(s, a, maxPrompt)
 		}
 		if !s.seen["repo"] && !defaults.seen["repo"] {
 			r.add(s.node, a.with("repo"), "missing repo (set it on the task or in defaults)")
 		}
-		if unique && t.Branch != "" { // a repeated id is reported once
-			if other := branches[t.Branch]; other != nil {
-				r.add(orNode(s.branchNode, s.node), a.with("branch"), "branch %q is also the branch of task %q (line %d)", t.Branch, *other.ID, other.node.Line)
-			} else {
-				branches[t.Branch] = s
+		if unique && t.Branch != "" && CheckBranchName(t.Branch) == nil { // a repeated id is reported once
+			if msg := branches.claim(t.Branch, s); msg != "" {
+				r.add(orNode(s.branchNode, s.node), a.with("branch"), "%s", msg)
 			}
 		}
 		tasks = append(tasks, t)

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 // reader collects the problems of one task file while decoding it.
 type reader struct {
+	// ctx stops the reading of prompt files.
+	ctx  context.Context
 	file string
 	// dir is the directory that relative repo paths and prompt files are
 	// resolved against.

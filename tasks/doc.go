@@ -25,9 +25,15 @@
 // (Go regular expressions), pre_tool_hook (an executable on the host) and
 // hook_timeout. All but id, prompt, prompt_file and branch may also be set
 // in defaults; limits and env merge key by key, the other keys (lists
-// included) are replaced whole. Relative repo paths, prompt files and hooks
-// are resolved against the directory of the task file. Durations use Go
-// syntax (30m, 1h30m); memory sizes are binary (512m, 2g).
+// included) are replaced whole. max_prompt_size (default 4m) may only be set
+// in defaults: it caps every prompt of the file. Relative repo paths, prompt
+// files and hooks are resolved against the directory of the task file.
+// Durations use Go syntax (30m, 1h30m); memory sizes are binary (512m, 2g).
+//
+// A task file is UTF-8 (a byte order mark is skipped); it may be a regular
+// file or a pipe, and JSON Lines are read one line at a time. A prompt file
+// must be a regular file. Branches that git could not hold together (a and
+// a/b) are refused, as is a branch written as a full ref (refs/heads/x).
 //
 // env is for non-secret values only: whatever is in it can be read, and
 // leaked, by the agent. Values that look like credentials (API keys, GitHub,

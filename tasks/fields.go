@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,9 +17,12 @@ type spec struct {
 	// seen holds the keys given a non-null value, valid or not.
 	seen               map[string]bool
 	idNode, branchNode *yaml.Node
+	// promptNode is the value of prompt or prompt_file.
 	promptNode         *yaml.Node
 	ID, Repo, Ref      *string
 	Prompt, PromptFile *string
+	// MaxPrompt is max_prompt_size, set in defaults only.
+	MaxPrompt          *int64
 	Branch, Check      *string
 	Image, Model       *string
 	CheckRetries       *int
@@ -85,22 +87,12 @@ var taskFields = []field{
 		}
 	}},
 	{"prompt_file", true, func(r *reader, v *yaml.Node, a at, s *spec) {
-		name, ok := r.str(v, a)
-		if !ok {
-			return
+		// Read by loadPrompts, once the file's max_prompt_size is known.
+		if name, ok := r.str(v, a); ok {
+			s.PromptFile, s.promptNode = &name, v
 		}
-		s.PromptFile = &name
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(r.dir, name)
-		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			r.addField(v, a, "read prompt: %v", err)
-			return
-		}
-		p := string(data)
-		s.Prompt, s.promptNode = &p, v
 	}},
+	{"max_prompt_size", false, decodeMaxPrompt},
 	{"branch", true, func(r *reader, v *yaml.Node, a at, s *spec) {
 		if b, ok := r.str(v, a); ok {
 			s.Branch, s.branchNode = &b, v
@@ -193,6 +185,31 @@ var taskFields = []field{
 	{"pre_tool_hook", false, decodeHook},
 	{"hook_timeout", false, decodeHookTimeout},
 }
+
+// decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.
+func decodeMaxPrompt(r *reader, v *yaml.Node, a at, s *spec) {
+	if v.Kind == yaml.ScalarNode && isNull(v) {
+		return
+	}
+	if tag := v.ShortTag(); v.Kind != yaml.ScalarNode || tag != "!!str" && tag != "!!int" {
+		r.addField(v, a, "want a size like 512k or 8m, got %s", describe(v))
+		return
+	}
+	n, err := ParseMemory(v.Value)
+	switch {
+	case err != nil:
+		r.addField(v, a, "%v", err)
+	case n < 1:
+		r.addField(v, a, "must be positive, got %s", v.Value)
+	case n > maxPromptSizeLimit:
+		r.addField(v, a, "%s is over the %s this key allows", v.Value, humanSize(maxPromptSizeLimit))
+	default:
+		s.MaxPrompt = &n
+	}
+}
+
+// fileWide keys apply to the whole file and may be set in defaults only.
+var fileWide = map[string]bool{"max_prompt_size": true}
 
 // limitFields are the keys under limits.
 var limitFields = []field{
@@ -292,6 +309,8 @@ func (r *reader) decodeKeys(m *yaml.Node, a at, fields []field, inDefaults bool,
 			r.add(p.key, a.with(key), "%s", unknownKey(key, a.field, fields))
 		case inDefaults && f.perTask:
 			r.add(p.key, a.with(key), "%q cannot be set in defaults, only on a task", key)
+		case !inDefaults && fileWide[key]:
+			r.add(p.key, a.with(key), "%q can only be set in defaults: it applies to the whole file", key)
 		default:
 			if v := resolve(p.value); !isNull(v) {
 				s.seen[key] = true

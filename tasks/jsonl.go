@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,49 +13,108 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// parseJSONL reads a JSON Lines task file: one JSON object per line, each a
-// task, except that the first non-blank line may be {"defaults": {...}},
-// holding the defaults for the whole file. Blank lines are ignored.
-func (r *reader) parseJSONL(data []byte) (*spec, []*spec) {
+// parseJSONL reads a JSON Lines task file as a stream: one JSON object per
+// line, each a task, except that the first non-blank line may be
+// {"defaults": {...}}, holding the defaults for the whole file. Blank lines
+// are ignored, and a UTF-8 byte order mark at the start is skipped. A line
+// is never held whole beyond lineLimit; an error is returned only when in
+// cannot be read.
+func (r *reader) parseJSONL(in io.Reader) (*spec, []*spec, error) {
 	var defaults *spec
 	var specs []*spec
 	first := true
-	for i, text := range bytes.Split(data, []byte("\n")) {
-		line := i + 1
+	lines := bufio.NewReaderSize(in, 64<<10)
+	limit := lineLimit(DefaultMaxPromptSize)
+	for line := 1; ; line++ {
+		text, long, err := readLine(lines, limit)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if line == 1 {
+			text = bytes.TrimPrefix(text, utf8BOM)
+		}
 		text = bytes.TrimSuffix(text, []byte("\r"))
-		if len(bytes.TrimSpace(text)) == 0 {
-			continue
-		}
-		n, err := jsonNode(text, line)
-		if err != nil {
-			r.problems = append(r.problems, Problem{File: r.file, Line: line, Col: err.col, Msg: "JSON syntax: " + err.msg})
+		switch {
+		case long:
+			r.problems = append(r.problems, Problem{File: r.file, Line: line, Msg: fmt.Sprintf(
+				"the line is over %s, more than a task with a prompt of max_prompt_size (%s) can need", humanSize(limit), humanSize(r.maxPrompt(defaults)))})
 			first = false
-			continue
-		}
-		if n.Kind != yaml.MappingNode {
-			r.add(n, at{}, "want a JSON object (a task), got %s", describe(n))
-			first = false
-			continue
-		}
-		if hasKey(n, "defaults") {
-			switch {
-			case !first:
-				r.add(n, at{}, "defaults must be on the first line")
-			case len(n.Content) != 2:
-				r.add(n, at{}, `the defaults line must hold only the "defaults" key`)
-			default:
-				defaults = r.defaults(n.Content[1])
+		case len(bytes.TrimSpace(text)) == 0:
+		default:
+			if d := r.jsonlLine(text, line, first, defaults, &specs); d != nil {
+				defaults = d
+				limit = lineLimit(r.maxPrompt(defaults))
 			}
 			first = false
-			continue
 		}
-		first = false
-		specs = append(specs, r.task(n))
+		if errors.Is(err, io.EOF) {
+			break
+		}
 	}
 	if len(specs) == 0 && len(r.problems) == 0 {
 		r.add(nil, at{}, "the file holds no tasks")
 	}
-	return defaults, specs
+	return defaults, specs, nil
+}
+
+// jsonlLine decodes one non-blank line: a task, appended to specs, or the
+// defaults, returned.
+func (r *reader) jsonlLine(text []byte, line int, first bool, defaults *spec, specs *[]*spec) *spec {
+	if _, col, what, bad := invalidUTF8(text); bad {
+		r.problems = append(r.problems, Problem{File: r.file, Line: line, Col: col, Msg: what})
+		return nil
+	}
+	n, err := jsonNode(text, line)
+	if err != nil {
+		r.problems = append(r.problems, Problem{File: r.file, Line: line, Col: err.col, Msg: "JSON syntax: " + err.msg})
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		r.add(n, at{}, "want a JSON object (a task), got %s", describe(n))
+		return nil
+	}
+	if hasKey(n, "defaults") {
+		switch {
+		case !first:
+			r.add(n, at{}, "defaults must be on the first line")
+		case len(n.Content) != 2:
+			r.add(n, at{}, `the defaults line must hold only the "defaults" key`)
+		default:
+			return r.defaults(n.Content[1])
+		}
+		return nil
+	}
+	*specs = append(*specs, r.task(n))
+	return nil
+}
+
+// lineLimit bounds a JSON Lines line, given the prompt cap: a prompt may
+// grow six times when escaped (\u0000), and the other keys need room too.
+func lineLimit(maxPrompt int64) int64 {
+	return 6*maxPrompt + 1<<20
+}
+
+// readLine reads one line, without its '\n'. A line over limit is read to
+// its end but not kept: long is true and text empty. err is io.EOF at the
+// end of the input, with the last line's text if it had no newline.
+func readLine(in *bufio.Reader, limit int64) (text []byte, long bool, err error) {
+	for {
+		chunk, err := in.ReadSlice('\n')
+		if !long {
+			if int64(len(text)+len(chunk)) > limit+1 { // +1: the newline
+				long, text = true, nil
+			} else {
+				text = append(text, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil:
+			return text, long, err
+		}
+		return bytes.TrimSuffix(text, []byte("\n")), long, nil
+	}
 }
 
 func hasKey(m *yaml.Node, key string) bool {

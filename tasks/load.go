@@ -2,10 +2,10 @@ package tasks
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,33 +17,78 @@ import (
 // Load reads and validates the task file at path. The format follows the
 // extension: .jsonl or .ndjson is JSON Lines, anything else is YAML. A file
 // with mistakes gives a *ValidationError listing all of them.
-func Load(path string) (*Queue, error) {
-	data, err := os.ReadFile(path)
+//
+// The task file may be a regular file or a pipe; prompt files must be
+// regular files (see max_prompt_size). Loading stops, with ctx's cause as
+// the error, as soon as ctx ends, even while waiting on a pipe.
+func Load(ctx context.Context, path string) (*Queue, error) {
+	f, err := openTaskFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("read task file: %w", err)
 	}
-	return Parse(path, data)
+	defer f.Close()
+	in, stop := interruptible(ctx, f)
+	defer stop()
+	return parse(ctx, path, in)
 }
 
 // Parse validates the task file content data, read from the file called
 // name: name picks the format as in Load, labels problems, and is the base
 // of relative repo paths and prompt files.
 func Parse(name string, data []byte) (*Queue, error) {
-	r := &reader{file: name, dir: filepath.Dir(name)}
+	return parse(context.Background(), name, bytes.NewReader(data))
+}
+
+// parse reads a task file from in. An error that is not a
+// *ValidationError means the file could not be read (or ctx ended).
+func parse(ctx context.Context, name string, in io.Reader) (*Queue, error) {
+	r := &reader{ctx: ctx, file: name, dir: filepath.Dir(name)}
 	format := formatOf(name)
 	var defaults *spec
 	var specs []*spec
+	var err error
 	if format == FormatJSONL {
-		defaults, specs = r.parseJSONL(data)
+		defaults, specs, err = r.parseJSONL(in)
 	} else {
-		defaults, specs = r.parseYAML(data)
+		var data []byte
+		var ok bool
+		if data, ok, err = r.readYAML(in); ok {
+			defaults, specs = r.parseYAML(data)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task file %s: %w", name, err)
 	}
 	tasks := r.finish(defaults, specs)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read task file %s: %w", name, context.Cause(ctx))
+	}
 	if len(r.problems) > 0 {
 		sortProblems(r.problems)
 		return nil, &ValidationError{Problems: r.problems}
 	}
 	return &Queue{File: name, Format: format, Tasks: tasks}, nil
+}
+
+// readYAML reads a YAML task file whole, refusing one over maxYAMLSize or
+// with invalid UTF-8 (which the YAML decoder reports without a position).
+// ok is false when a problem was recorded instead.
+func (r *reader) readYAML(in io.Reader) (data []byte, ok bool, err error) {
+	data, err = io.ReadAll(io.LimitReader(in, maxYAMLSize+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(data) > maxYAMLSize {
+		r.add(nil, at{}, "the file is over %s; write large queues as JSON Lines (.jsonl), which is read one line at a time", humanSize(maxYAMLSize))
+		return nil, false, nil
+	}
+	if !utf16BOM(data) {
+		if line, col, what, bad := invalidUTF8(data); bad {
+			r.problems = append(r.problems, Problem{File: r.file, Line: line, Col: col, Msg: what})
+			return nil, false, nil
+		}
+	}
+	return data, true, nil
 }
 
 func formatOf(name string) Format {

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,7 +88,7 @@ func TestLoadExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			q, err := Load(tt.file)
+			q, err := Load(context.Background(), tt.file)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}

@@ -44,7 +44,9 @@ func isAlnum(c byte) bool {
 
 // CheckBranchName reports why name is not a valid branch name, or nil. It
 // follows `git check-ref-format --branch` applied to refs/heads/<name>, and
-// also refuses "@", which git would read as HEAD inside a repository.
+// also refuses "@", which git would read as HEAD inside a repository, and a
+// name starting with "refs/": git would take refs/heads/x as the branch
+// refs/heads/refs/heads/x, surely not what was meant.
 func CheckBranchName(name string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("branch name %q %s", name, fmt.Sprintf(format, args...))
@@ -56,6 +58,10 @@ func CheckBranchName(name string) error {
 		return bad("is reserved by git")
 	case strings.HasPrefix(name, "-"):
 		return bad(`must not start with "-"`)
+	case strings.HasPrefix(name, "refs/heads/"):
+		return bad("names the branch by its full ref; write it as %q", strings.TrimPrefix(name, "refs/heads/"))
+	case strings.HasPrefix(name, "refs/"):
+		return bad(`must not start with "refs/": it would become the branch refs/heads/%s`, name)
 	case strings.HasPrefix(name, "/"), strings.HasSuffix(name, "/"), strings.Contains(name, "//"):
 		return bad(`must not start or end with "/" or contain "//"`)
 	case strings.HasSuffix(name, "."):

@@ -32,7 +32,7 @@ func TestCheckBranchNameAgreesWithGit(t *testing.T) {
 	names := []string{
 		// valid
 		"agent/fix-typo", "a", "a.b", "v1.0", "foo./bar", "café", "@@", "a@b", "x/y/z",
-		"refs/heads/x", "heads/HEAD", "a-", "_x", "a{b}", "a+b=c!d#e", "HEADS", "x.locked",
+		"heads/HEAD", "a-", "_x", "a{b}", "a+b=c!d#e", "HEADS", "x.locked",
 		// invalid
 		"", "a..b", "..", ".", "a b", "a\tb", "a~b", "a^b", "a:b", "a?b", "a*b", "a[b", `a\b`,
 		"a\x01b", "a\x7fb", "-x", "/x", "x/", "a//b", "x.lock", "x.lock/y", "x/y.lock",
@@ -49,10 +49,14 @@ func TestCheckBranchNameAgreesWithGit(t *testing.T) {
 	}
 }
 
-// "@" is valid for git outside a repository but means HEAD inside one.
-func TestCheckBranchNameRefusesAt(t *testing.T) {
-	if err := CheckBranchName("@"); err == nil {
-		t.Errorf(`CheckBranchName("@") = nil, want an error`)
+// Names git accepts but misreads are refused: "@" is valid outside a
+// repository but means HEAD inside one; refs/heads/x would become the
+// branch refs/heads/refs/heads/x.
+func TestCheckBranchNameRefusesWhatGitMisreads(t *testing.T) {
+	for _, name := range []string{"@", "refs/heads/x", "refs/tags/v1", "refs/x"} {
+		if err := CheckBranchName(name); err == nil {
+			t.Errorf(`CheckBranchName(%q) = nil, want an error`, name)
+		}
 	}
 }
 

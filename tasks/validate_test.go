@@ -193,7 +193,7 @@ func TestParseProblem(t *testing.T) {
 			`q.yaml:1:3: task "a": missing prompt`},
 		{"prompt and prompt_file", "q.yaml", "- {id: a, repo: /r, prompt: p, prompt_file: /dev/null}\n",
 			`q.yaml:1:45: task "a": set prompt or prompt_file, not both`},
-		{"empty prompt file", "q.yaml", "- {id: a, repo: /r, prompt_file: /dev/null}\n",
+		{"empty prompt file", "q.yaml", "- {id: a, repo: /r, prompt_file: testdata/empty.md}\n",
 			`q.yaml:1:34: task "a": prompt_file: the file is empty`},
 		{"duplicate key", "q.yaml", "- id: a\n  repo: /r\n  prompt: p\n  repo: /s\n",
 			`q.yaml:4:3: task "a": duplicate key "repo" (first on line 2)`},

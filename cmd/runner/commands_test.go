@@ -62,7 +62,7 @@ func TestCommandOptions(t *testing.T) {
 	})
 	t.Run("validate files", func(t *testing.T) {
 		var got *validateOptions
-		executeAlone(t, newValidateCmd(testDeps(nil), func(o *validateOptions) error { got = o; return nil }), "a.yaml", "b.jsonl")
+		executeAlone(t, newValidateCmd(testDeps(nil), func(_ context.Context, o *validateOptions) error { got = o; return nil }), "a.yaml", "b.jsonl")
 		if !slices.Equal(got.files, []string{"a.yaml", "b.jsonl"}) {
 			t.Errorf("files %q, want a.yaml b.jsonl", got.files)
 		}

@@ -197,7 +197,7 @@ func TestRollbackDirect(t *testing.T) {
 		t.Fatalf("rollback of the checked-out branch: %s", res)
 	}
 	checkLines(t, "stderr", res.stderr, []string{
-		"could not delete branch main of " + repo + ": rollback main: branch is checked out",
+		"could not delete branch main of " + repo + ": rollback main: branch main is checked out in " + repo + ";",
 		"hint: check out another branch",
 		"runner: rollback: 1 of 1 branch not deleted",
 	})

@@ -88,7 +88,7 @@ func addTaskDefaultFlags(cmd *cobra.Command, d *batch.Defaults) {
 
 // runFile loads a task file and runs it.
 func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error {
-	q, err := tasks.Load(path)
+	q, err := tasks.Load(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,9 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	for _, w := range store.Warnings() {
 		d.printer.Warn("%s", w)
 	}
+	if err := preflight(d, queue, store); err != nil {
+		return configErr(err)
+	}
 	e, err := d.engine(ctx)
 	if err != nil {
 		return err
@@ -125,9 +128,14 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	if rep, err := e.Cleanup(ctx); err == nil && len(rep.Removed) > 0 {
 		d.printer.Line("removed %d sandbox container(s) left by runs that are over", len(rep.Removed))
 	}
+	removeEarlierRuns(ctx, d, e, store)
 
 	opts.defaults.Model = opts.model.name
 	runID := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())
+	if err := store.BeginRun(runID); err != nil {
+		return err
+	}
+	noteLeftovers(ctx, d, opts.out)
 	progress := newProgress(d.printer, d.globals.json)
 	sum, err := batch.Run(ctx, queue, batch.Options{
 		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: runID,
@@ -146,7 +154,10 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	// Whatever happened, no sandbox of this run outlives it.
 	if _, cerr := e.RemoveRun(context.WithoutCancel(ctx), runID); cerr != nil {
 		d.printer.Warn("removing the run's sandboxes: %v", cerr)
+	} else if err := store.EndRun(runID); err != nil {
+		d.printer.Warn("%v", err)
 	}
+	onForcedExit(ctx, nil)
 	if err != nil {
 		return configErr(err)
 	}

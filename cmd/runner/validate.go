@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,7 +21,7 @@ type validateOptions struct {
 	files   []string
 }
 
-func newValidateCmd(d *deps, runF func(*validateOptions) error) *cobra.Command {
+func newValidateCmd(d *deps, runF func(context.Context, *validateOptions) error) *cobra.Command {
 	opts := &validateOptions{}
 	return &cobra.Command{
 		Use:   "validate FILE...",
@@ -31,16 +32,23 @@ one-line summary of each: its tasks, repositories, and the model, image,
 budget and timeout they use ("run default" when the file leaves a value to
 the run's configuration).
 
+Each local repository that exists on this machine is checked as a run
+would use it: it has commits, each task's ref names a commit (a ref that is
+both a branch and a tag is a warning saying which is taken), and each
+task's branch is not checked out in any worktree and has no ref in its way
+(agent/a where agent is a branch). Repositories given by URL are not
+contacted.
+
 Exit code 2 when any file has a problem. With --json, print one JSON
-document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems"}]}.`,
+document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems", "warnings"}]}.`,
 		Example: "  runner validate tasks.yaml\n  runner validate --json queue.jsonl more.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
 			if runF != nil {
-				return runF(opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runValidate(opts)
+			return runValidate(cmd.Context(), opts)
 		},
 	}
 }
@@ -52,6 +60,7 @@ type fileCheck struct {
 	Format   tasks.Format  `json:"format,omitempty"`
 	Tasks    []taskView    `json:"tasks,omitempty"`
 	Problems []problemView `json:"problems,omitempty"`
+	Warnings []problemView `json:"warnings,omitempty"`
 	queue    *tasks.Queue
 }
 
@@ -85,21 +94,24 @@ type problemView struct {
 }
 
 // checkFile loads one task file and reports what it holds or what is wrong
-// with it. A file that cannot be read is one problem.
-func checkFile(path string) fileCheck {
+// with it, its local repositories included (see checkRepos). A file that
+// cannot be read is one problem.
+func checkFile(ctx context.Context, path string) fileCheck {
 	fc := fileCheck{File: path}
-	q, err := tasks.Load(path)
+	q, err := tasks.Load(ctx, path)
 	var invalid *tasks.ValidationError
 	switch {
 	case errors.As(err, &invalid):
-		for _, p := range invalid.Problems {
-			fc.Problems = append(fc.Problems, problemView{
-				File: p.File, Line: p.Line, Col: p.Col, Task: p.TaskID, Field: p.Field, Message: p.Msg, text: p.String(),
-			})
-		}
+		fc.Problems = problemViews(invalid.Problems)
 		return fc
 	case err != nil:
 		fc.Problems = []problemView{{File: path, Message: err.Error(), text: path + ": " + err.Error()}}
+		return fc
+	}
+	repos := checkRepos(q.Tasks, true)
+	fc.Warnings = problemViews(repos.warnings)
+	if len(repos.problems) > 0 {
+		fc.Problems = problemViews(repos.problems)
 		return fc
 	}
 	fc.OK, fc.Format, fc.queue = true, q.Format, q
@@ -117,11 +129,25 @@ func checkFile(path string) fileCheck {
 	return fc
 }
 
-func runValidate(opts *validateOptions) error {
+// problemViews turns problems into their --json form.
+func problemViews(ps []tasks.Problem) []problemView {
+	var out []problemView
+	for _, p := range ps {
+		out = append(out, problemView{
+			File: p.File, Line: p.Line, Col: p.Col, Task: p.TaskID, Field: p.Field, Message: p.Msg, text: p.String(),
+		})
+	}
+	return out
+}
+
+func runValidate(ctx context.Context, opts *validateOptions) error {
 	checks := make([]fileCheck, len(opts.files))
 	bad, problems := 0, 0
 	for i, f := range opts.files {
-		checks[i] = checkFile(f)
+		checks[i] = checkFile(ctx, f)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if !checks[i].OK {
 			bad++
 			problems += len(checks[i].Problems)
@@ -136,6 +162,9 @@ func runValidate(opts *validateOptions) error {
 		}
 	} else {
 		for _, c := range checks {
+			for _, w := range c.Warnings {
+				opts.printer.Warn("%s", w.text)
+			}
 			if c.OK {
 				opts.printer.Success("%s: %s", c.File, queueSummary(c.queue))
 				continue
