@@ -125,10 +125,13 @@ func TestFileFIFOSwappedInTimesOut(t *testing.T) {
 		switch {
 		case err == nil && string(got) == "data\n":
 			read++
+		case err != nil && strings.Contains(err.Error(), "did not finish within 2s"):
+			if !errors.Is(err, sandbox.ErrNotRegular) {
+				t.Errorf("a timed out read: %v, want ErrNotRegular", err)
+			}
+			timedOut++
 		case errors.Is(err, sandbox.ErrNotRegular):
 			notRegular++
-		case err != nil && strings.Contains(err.Error(), "did not finish within 2s"):
-			timedOut++
 		default:
 			t.Fatalf("read %d: %q, %v", i, got, err)
 		}

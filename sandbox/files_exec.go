@@ -127,7 +127,10 @@ func fileError(op fileOp, res fileResult) error {
 	what := op.name + " " + op.path
 	switch {
 	case res.timedOut:
-		return fmt.Errorf("%s: did not finish within %s (a FIFO, or a file that never ends?)", what, fileOpTimeout)
+		// Opening a regular file does not block: what did is a FIFO put
+		// there after the helper looked, which the caller should hear of
+		// as such rather than as a failure of the sandbox.
+		return fmt.Errorf("%s: did not finish within %s: %w (a FIFO?)", what, fileOpTimeout, ErrNotRegular)
 	case res.code == 0:
 		return nil
 	}
