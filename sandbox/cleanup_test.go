@@ -44,7 +44,14 @@ func TestCleanupRemovesOnlyDeadRuns(t *testing.T) {
 		state, _ := dockerCLI(t, "inspect", "--format", "{{.State.Running}}", expired.ID())
 		return state == "false"
 	})
-	time.Sleep(1100 * time.Millisecond) // the deadline has one-second resolution
+	// The deadline label has a one-second resolution: wait until the
+	// clock is past what it says.
+	label, err := dockerCLI(t, "inspect", "--format", `{{index .Config.Labels "`+sandbox.LabelDeadline+`"}}`, expired.ID())
+	deadline, perr := time.Parse(time.RFC3339, label)
+	if err != nil || perr != nil {
+		t.Fatalf("deadline label %q: %v %v", label, err, perr)
+	}
+	waitFor(t, 30*time.Second, func() bool { return time.Now().After(deadline) })
 
 	rep, err := dockertest.Engine(t).Cleanup(context.Background())
 	if err != nil {

@@ -166,7 +166,7 @@ func TestExecContainerKilledFromOutside(t *testing.T) {
 		res, err := sb.Exec(context.Background(), "echo running; sleep 300", sandbox.ExecOptions{Timeout: 10 * time.Minute})
 		done <- result{res, err}
 	}()
-	time.Sleep(time.Second)
+	waitFor(t, 30*time.Second, func() bool { return sleepers(t, sb.ID(), "sleep 300") != "" })
 	if out, err := dockerCLI(t, "kill", sb.ID()); err != nil {
 		t.Fatalf("docker kill: %v: %s", err, out)
 	}

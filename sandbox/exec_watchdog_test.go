@@ -19,21 +19,28 @@ func TestExecWatchdogLeavesNothingBehind(t *testing.T) {
 			t.Fatalf("run %d: got %+v, want exit 0, no output, not detached", i+1, res)
 		}
 	}
-	// A sleep that a watchdog leaves behind ends within a second. The
+	// A sleep that a watchdog leaves behind ends within a second: wait for
+	// only the sandbox's own to be left, a little longer than that. The
 	// processes are listed by the docker CLI, so that no watchdog of ours
 	// runs while they are.
-	time.Sleep(1500 * time.Millisecond)
-	ps, err := dockerCLI(t, "exec", sb.ID(), "ps", "-o", "args")
-	if err != nil {
-		t.Fatalf("docker exec ps: %v: %s", err, ps)
-	}
 	var sleeps []string
-	for line := range strings.SplitSeq(ps, "\n") {
-		if strings.HasPrefix(line, "sleep ") {
-			sleeps = append(sleeps, line)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ps, err := dockerCLI(t, "exec", sb.ID(), "ps", "-o", "args")
+		if err != nil {
+			t.Fatalf("docker exec ps: %v: %s", err, ps)
+		}
+		sleeps = sleeps[:0]
+		for line := range strings.SplitSeq(ps, "\n") {
+			if strings.HasPrefix(line, "sleep ") {
+				sleeps = append(sleeps, line)
+			}
+		}
+		if len(sleeps) == 1 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if len(sleeps) != 1 {
-		t.Errorf("got sleep processes %q, want only the sandbox's own", sleeps)
+		t.Errorf("got sleep processes %q 5s after the last command, want only the sandbox's own", sleeps)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/moby/moby/client"
 )
@@ -35,4 +36,12 @@ func (d *Docker) BareExec(ctx context.Context, cmd ...string) (exitCode int, err
 		return 0, fmt.Errorf("exec inspect: %s still running after its output closed", cmd)
 	}
 	return ins.ExitCode, nil
+}
+
+// SetFileOpTimeout sets how long the host waits for one file operation,
+// until the test ends.
+func SetFileOpTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := fileOpTimeout
+	fileOpTimeout = d
+	t.Cleanup(func() { fileOpTimeout = old })
 }

@@ -1,77 +1,42 @@
 package sandbox
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	_ "embed"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
-
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/client"
 )
 
-//go:embed files.sh
-var filesScript string
-
-// fileOpTimeout bounds the helper command of one file operation.
-const fileOpTimeout = 30 * time.Second
-
-// ReadFile returns the content of a regular file in the workspace.
+// ReadFile returns the content of a regular file in the workspace. The file
+// is opened and read by one process running as the sandbox user, which
+// checks the file it opened (see files.sh), never a path that could change
+// between a check and a use.
 func (d *Docker) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	abs, err := resolve(p)
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.fileHelper(ctx, p, "stat", Workdir, abs)
+	op := fileOp{name: "read", path: p, args: []string{abs, strconv.Itoa(MaxReadSize)}, max: MaxReadSize}
+	res, err := d.runFile(ctx, op)
 	if err != nil {
 		return nil, err
 	}
-	modeHex, rest, _ := strings.Cut(out, " ")
-	sizeStr, real, _ := strings.Cut(rest, " ")
-	mode, err1 := strconv.ParseUint(modeHex, 16, 32)
-	size, err2 := strconv.ParseInt(sizeStr, 10, 64)
-	if err1 != nil || err2 != nil || real == "" {
-		return nil, fmt.Errorf("read %s: unexpected answer from the sandbox: %q", p, out)
-	}
-	if err := insideWorkdir(p, real); err != nil {
+	if err := fileError(op, res); err != nil {
 		return nil, err
 	}
-	switch typ := unixType(uint32(mode)); {
-	case typ == fs.ModeDir:
-		return nil, fmt.Errorf("read %s: %w", p, ErrIsDir)
-	case typ != 0:
-		return nil, fmt.Errorf("read %s: %w", p, ErrNotRegular)
-	case size > MaxReadSize:
-		return nil, fmt.Errorf("read %s: %w: %d bytes, the limit is %d; read it in parts with a command", p, ErrTooLarge, size, MaxReadSize)
+	if res.over {
+		return nil, fmt.Errorf("read %s: %w: it grew past the limit of %d bytes while being read", p, ErrTooLarge, MaxReadSize)
 	}
-	res, err := d.e.cli.CopyFromContainer(ctx, d.id, client.CopyFromContainerOptions{SourcePath: real})
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("read %s: %w", p, ErrNotFound)
-		}
-		return nil, d.e.explain("read "+p, "", err)
-	}
-	defer res.Content.Close()
-	tr := tar.NewReader(res.Content)
-	hdr, err := tr.Next()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	if hdr.Typeflag != tar.TypeReg || hdr.Size > MaxReadSize {
-		return nil, fmt.Errorf("read %s: changed while being read", p)
-	}
-	return io.ReadAll(tr)
+	return res.stdout, nil
 }
 
 // WriteFile writes data to a file in the workspace, creating its parents.
+// The data travels on the stdin of one process running as the sandbox
+// user, which creates or opens the file, checks the file it opened, and
+// only then truncates and writes it (see files.sh).
 func (d *Docker) WriteFile(ctx context.Context, p string, data []byte, mode fs.FileMode) error {
 	abs, err := resolve(p)
 	if err != nil {
@@ -80,41 +45,19 @@ func (d *Docker) WriteFile(ctx context.Context, p string, data []byte, mode fs.F
 	if abs == Workdir {
 		return fmt.Errorf("write %s: %w", p, ErrIsDir)
 	}
-	out, err := d.fileHelper(ctx, p, "prepare", Workdir, abs)
+	perm := "-"
+	if mode&fs.ModePerm != 0 {
+		perm = strconv.FormatUint(uint64(mode&fs.ModePerm), 8)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	op := fileOp{name: "write", path: p, args: []string{abs, strconv.Itoa(len(data)), perm}, stdin: data, max: 4 << 10}
+	res, err := d.runFile(ctx, op)
 	if err != nil {
 		return err
 	}
-	oldMode, real, _ := strings.Cut(out, " ")
-	if err := insideWorkdir(p, real); err != nil {
-		return err
-	}
-	if mode&fs.ModePerm == 0 {
-		mode = 0o644
-		if m, err := strconv.ParseUint(oldMode, 8, 32); err == nil {
-			mode = fs.FileMode(m)
-		}
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{
-		Name: path.Base(real), Typeflag: tar.TypeReg, Size: int64(len(data)),
-		Mode: int64(mode & fs.ModePerm), Uid: d.uid, Gid: d.gid, ModTime: time.Now(),
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	tw.Write(data)
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	_, err = d.e.cli.CopyToContainer(ctx, d.id, client.CopyToContainerOptions{
-		DestinationPath: path.Dir(real),
-		Content:         &buf,
-	})
-	if err != nil {
-		return d.e.explain("write "+p, "", err)
-	}
-	return nil
+	return fileError(op, res)
 }
 
 // ListFiles lists dir, recursively if asked, leaving out the contents of
@@ -128,10 +71,18 @@ func (d *Docker) ListFiles(ctx context.Context, dir string, recursive bool) ([]F
 	if recursive {
 		depth = "0"
 	}
-	out, err := d.fileHelper(ctx, dir, "list", Workdir, abs, depth)
+	op := fileOp{name: "list", path: dir, args: []string{abs, depth}, max: maxListing}
+	res, err := d.runFile(ctx, op)
 	if err != nil {
 		return nil, err
 	}
+	if err := fileError(op, res); err != nil {
+		return nil, err
+	}
+	if res.over {
+		return nil, fmt.Errorf("list %s: too many entries; list a subdirectory", dir)
+	}
+	out := string(res.stdout)
 	rel := strings.TrimPrefix(strings.TrimPrefix(abs, Workdir), "/")
 	var files []FileInfo
 	for _, line := range strings.Split(out, "\n") {
@@ -149,40 +100,8 @@ func (d *Docker) ListFiles(ctx context.Context, dir string, recursive bool) ([]F
 	return files, nil
 }
 
-// fileHelper runs files.sh with args and returns its output, mapping its
-// exit codes to the package's errors. p is the path as the caller gave it.
-func (d *Docker) fileHelper(ctx context.Context, p string, args ...string) (string, error) {
-	cmd := "sh -c " + shellQuote(filesScript) + " runner-files"
-	for _, a := range args {
-		cmd += " " + shellQuote(a)
-	}
-	res, err := d.Exec(ctx, cmd, ExecOptions{Timeout: fileOpTimeout, MaxOutput: 64 << 20})
-	if err != nil {
-		return "", err
-	}
-	op := args[0]
-	switch {
-	case res.TimedOut:
-		return "", fmt.Errorf("%s %s: timed out", op, p)
-	case res.Truncated:
-		return "", fmt.Errorf("%s %s: too many entries; list a subdirectory", op, p)
-	}
-	switch res.ExitCode {
-	case 0:
-		return res.Stdout, nil
-	case 2:
-		return "", fmt.Errorf("%s %s: %w", op, p, ErrNotFound)
-	case 13:
-		return "", fmt.Errorf("%s %s: %w", op, p, fs.ErrPermission)
-	case 18:
-		return "", fmt.Errorf("%s %s: resolves to %s through a symlink: %w", op, p, res.Stdout, ErrOutsideWorkspace)
-	case 20:
-		return "", fmt.Errorf("%s %s: %w", op, p, ErrNotDir)
-	case 21:
-		return "", fmt.Errorf("%s %s: %w", op, p, ErrIsDir)
-	}
-	return "", fmt.Errorf("%s %s: exit code %d: %s", op, p, res.ExitCode, strings.TrimSpace(res.Output))
-}
+// maxListing caps the output of one listing.
+const maxListing = 64 << 20
 
 // resolve turns a workspace-relative (or absolute, inside Workdir) path
 // into an absolute one, refusing any that leaves Workdir.

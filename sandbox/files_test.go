@@ -14,8 +14,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
 )
+
+// fileImages are the images the file tools are tried on: busybox's ash and
+// Debian's dash with GNU coreutils.
+var fileImages = []struct {
+	name  string
+	image func(testing.TB) string
+}{{"busybox", dockertest.Busybox}, {"debian", dockertest.SandboxImage}}
 
 // A host tree copied in keeps its modes and symlinks, is owned by the
 // sandbox user, and .git travels with it.
@@ -63,77 +71,85 @@ func TestWorkspaceCopiedIn(t *testing.T) {
 }
 
 func TestFileRoundTrip(t *testing.T) {
-	sb := start(t, sandbox.Config{})
-	ctx := context.Background()
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(rand.IntN(256))
-	}
-	copy(data, []byte{0, 1, 2, 0xff, '\r', '\n', 0})
-	if err := sb.WriteFile(ctx, "new/dir/blob.bin", data, 0o755); err != nil {
-		t.Fatalf("WriteFile: %v", err)
-	}
-	got, err := sb.ReadFile(ctx, "new/dir/blob.bin")
-	if err != nil {
-		t.Fatalf("ReadFile: %v", err)
-	}
-	if !bytes.Equal(got, data) {
-		t.Fatalf("read back %d bytes, not byte-identical to the %d written", len(got), len(data))
-	}
-	if st := output(t, sb, "stat -c '%u:%g %a' new new/dir new/dir/blob.bin"); st != "1000:1000 755\n1000:1000 755\n1000:1000 755" {
-		t.Errorf("owner and modes = %q", st)
-	}
-	// Overwrite keeps working, and an absolute path inside the workspace
-	// is the same file.
-	if err := sb.WriteFile(ctx, "/workspace/new/dir/blob.bin", []byte("short"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := sb.ReadFile(ctx, "new/dir/blob.bin"); string(got) != "short" {
-		t.Errorf("after overwrite: %q", got)
-	}
-	// Writing through a symlink that stays inside writes its target.
-	output(t, sb, "echo old > target.txt && ln -s target.txt alias.txt")
-	if err := sb.WriteFile(ctx, "alias.txt", []byte("new\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := output(t, sb, "cat target.txt; [ -L alias.txt ] && echo still a link"); got != "new\nstill a link" {
-		t.Errorf("write through a symlink: %q", got)
+	for _, img := range fileImages {
+		t.Run(img.name, func(t *testing.T) {
+			sb := start(t, sandbox.Config{Image: img.image(t)})
+			ctx := context.Background()
+			data := make([]byte, 1<<20)
+			for i := range data {
+				data[i] = byte(rand.IntN(256))
+			}
+			copy(data, []byte{0, 1, 2, 0xff, '\r', '\n', 0})
+			if err := sb.WriteFile(ctx, "new/dir/blob.bin", data, 0o755); err != nil {
+				t.Fatalf("WriteFile: %v", err)
+			}
+			got, err := sb.ReadFile(ctx, "new/dir/blob.bin")
+			if err != nil {
+				t.Fatalf("ReadFile: %v", err)
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("read back %d bytes, not byte-identical to the %d written", len(got), len(data))
+			}
+			if st := output(t, sb, "stat -c '%u:%g %a' new new/dir new/dir/blob.bin"); st != "1000:1000 755\n1000:1000 755\n1000:1000 755" {
+				t.Errorf("owner and modes = %q", st)
+			}
+			// Overwrite keeps working, and an absolute path inside the workspace
+			// is the same file.
+			if err := sb.WriteFile(ctx, "/workspace/new/dir/blob.bin", []byte("short"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := sb.ReadFile(ctx, "new/dir/blob.bin"); string(got) != "short" {
+				t.Errorf("after overwrite: %q", got)
+			}
+			// Writing through a symlink that stays inside writes its target.
+			output(t, sb, "echo old > target.txt && ln -s target.txt alias.txt")
+			if err := sb.WriteFile(ctx, "alias.txt", []byte("new\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := output(t, sb, "cat target.txt; [ -L alias.txt ] && echo still a link"); got != "new\nstill a link" {
+				t.Errorf("write through a symlink: %q", got)
+			}
+		})
 	}
 }
 
 func TestFileErrors(t *testing.T) {
-	sb := start(t, sandbox.Config{})
-	ctx := context.Background()
-	output(t, sb, `mkdir adir && head -c 9000000 /dev/zero > big && ln -s /etc etc-link && ln -s /etc/passwd passwd-link && echo x > locked && chmod 0 locked`)
-	tests := []struct {
-		name string
-		op   func() error
-		want error
-		msg  string
-	}{
-		{"read missing", func() error { _, err := sb.ReadFile(ctx, "nope.txt"); return err }, sandbox.ErrNotFound, "nope.txt"},
-		{"read a directory", func() error { _, err := sb.ReadFile(ctx, "adir"); return err }, sandbox.ErrIsDir, "adir"},
-		{"read too large", func() error { _, err := sb.ReadFile(ctx, "big"); return err }, sandbox.ErrTooLarge, "9000000 bytes"},
-		{"read outside", func() error { _, err := sb.ReadFile(ctx, "../etc/passwd"); return err }, sandbox.ErrOutsideWorkspace, "../etc/passwd"},
-		{"read through a symlink dir", func() error { _, err := sb.ReadFile(ctx, "etc-link/passwd"); return err }, sandbox.ErrOutsideWorkspace, "/etc/passwd"},
-		{"read a symlink out", func() error { _, err := sb.ReadFile(ctx, "passwd-link"); return err }, sandbox.ErrOutsideWorkspace, "passwd-link"},
-		{"read unreadable", func() error { _, err := sb.ReadFile(ctx, "locked"); return err }, fs.ErrPermission, "locked"},
-		{"write a directory", func() error { return sb.WriteFile(ctx, "adir", []byte("x"), 0o644) }, sandbox.ErrIsDir, "adir"},
-		{"write outside", func() error { return sb.WriteFile(ctx, "/etc/evil", []byte("x"), 0o644) }, sandbox.ErrOutsideWorkspace, "/etc/evil"},
-		{"write through a symlink dir", func() error { return sb.WriteFile(ctx, "etc-link/evil", []byte("x"), 0o644) }, sandbox.ErrOutsideWorkspace, "etc-link/evil"},
-		{"write a symlink out", func() error { return sb.WriteFile(ctx, "passwd-link", []byte("x"), 0o644) }, sandbox.ErrOutsideWorkspace, "passwd-link"},
-		{"list missing", func() error { _, err := sb.ListFiles(ctx, "nowhere", false); return err }, sandbox.ErrNotFound, "nowhere"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.op()
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
-				t.Errorf("got %v, want %v mentioning %q", err, tt.want, tt.msg)
+	for _, img := range fileImages {
+		t.Run(img.name, func(t *testing.T) {
+			sb := start(t, sandbox.Config{Image: img.image(t)})
+			ctx := context.Background()
+			output(t, sb, `mkdir adir && head -c 9000000 /dev/zero > big && ln -s /etc etc-link && ln -s /etc/passwd passwd-link && echo x > locked && chmod 0 locked`)
+			tests := []struct {
+				name string
+				op   func() error
+				want error
+				msg  string
+			}{
+				{"read missing", func() error { _, err := sb.ReadFile(ctx, "nope.txt"); return err }, sandbox.ErrNotFound, "nope.txt"},
+				{"read a directory", func() error { _, err := sb.ReadFile(ctx, "adir"); return err }, sandbox.ErrIsDir, "adir"},
+				{"read too large", func() error { _, err := sb.ReadFile(ctx, "big"); return err }, sandbox.ErrTooLarge, "9000000 bytes"},
+				{"read outside", func() error { _, err := sb.ReadFile(ctx, "../etc/passwd"); return err }, sandbox.ErrOutsideWorkspace, "../etc/passwd"},
+				{"read through a symlink dir", func() error { _, err := sb.ReadFile(ctx, "etc-link/passwd"); return err }, sandbox.ErrOutsideWorkspace, "/etc/passwd"},
+				{"read a symlink out", func() error { _, err := sb.ReadFile(ctx, "passwd-link"); return err }, sandbox.ErrOutsideWorkspace, "passwd-link"},
+				{"read unreadable", func() error { _, err := sb.ReadFile(ctx, "locked"); return err }, fs.ErrPermission, "locked"},
+				{"write a directory", func() error { return sb.WriteFile(ctx, "adir", []byte("x"), 0o644) }, sandbox.ErrIsDir, "adir"},
+				{"write outside", func() error { return sb.WriteFile(ctx, "/etc/evil", []byte("x"), 0o644) }, sandbox.ErrOutsideWorkspace, "/etc/evil"},
+				{"write through a symlink dir", func() error { return sb.WriteFile(ctx, "etc-link/evil", []byte("x"), 0o644) }, sandbox.ErrOutsideWorkspace, "etc-link/evil"},
+				{"write a symlink out", func() error { return sb.WriteFile(ctx, "passwd-link", []byte("x"), 0o644) }, sandbox.ErrOutsideWorkspace, "passwd-link"},
+				{"list missing", func() error { _, err := sb.ListFiles(ctx, "nowhere", false); return err }, sandbox.ErrNotFound, "nowhere"},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					err := tt.op()
+					if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+						t.Errorf("got %v, want %v mentioning %q", err, tt.want, tt.msg)
+					}
+				})
+			}
+			if got := output(t, sb, "ls /etc/evil 2>&1 || true"); !strings.Contains(got, "No such file") {
+				t.Errorf("a refused write reached /etc: %s", got)
 			}
 		})
-	}
-	if got := output(t, sb, "ls /etc/evil 2>&1 || true"); !strings.Contains(got, "No such file") {
-		t.Errorf("a refused write reached /etc: %s", got)
 	}
 }
 

@@ -3,9 +3,11 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/sandbox"
 )
@@ -138,5 +140,82 @@ func TestPidsLimitStopsForkLoop(t *testing.T) {
 	ctx := context.Background()
 	if res, err := sb.Exec(ctx, "echo alive", sandbox.ExecOptions{}); err != nil || res.Stdout != "alive\n" {
 		t.Errorf("sandbox unusable after the fork loop: %+v, %v", res, err)
+	}
+}
+
+// The defaults themselves, as the README states them, read back from the
+// engine and from inside a sandbox started with an empty Config: 4 GiB of
+// memory and no swap, 1 CPU, 512 processes, 4096 open files, 1 MiB of
+// logs, 4 GiB for each writable place, a 2 h lifetime.
+func TestDefaultLimits(t *testing.T) {
+	const gib = 1 << 30
+	before := time.Now()
+	sb := start(t, sandbox.Config{})
+	out, err := dockerCLI(t, "inspect", sb.ID())
+	if err != nil {
+		t.Fatalf("docker inspect: %v: %s", err, out)
+	}
+	var got []struct {
+		Config     struct{ Labels map[string]string }
+		HostConfig struct {
+			Memory, MemorySwap, NanoCpus, PidsLimit int64
+			Tmpfs                                   map[string]string
+			Ulimits                                 []struct {
+				Name       string
+				Soft, Hard int64
+			}
+			LogConfig struct{ Config map[string]string }
+		}
+		Mounts []struct{ Name, Destination string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || len(got[0].Mounts) != 1 {
+		t.Fatalf("decode docker inspect: %v\n%s", err, out)
+	}
+	h := got[0].HostConfig
+	volume, err := dockerCLI(t, "volume", "inspect", "--format", "{{index .Options \"o\"}}", got[0].Mounts[0].Name)
+	if err != nil {
+		t.Fatalf("docker volume inspect: %v: %s", err, volume)
+	}
+	deadline, err := time.Parse(time.RFC3339, got[0].Config.Labels[sandbox.LabelDeadline])
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := fmt.Sprintf("size=%d", 4*gib)
+	engine := []struct {
+		what string
+		ok   bool
+	}{
+		{"memory 4 GiB", h.Memory == 4*gib},
+		{"no swap", h.MemorySwap == h.Memory},
+		{"1 CPU", h.NanoCpus == 1e9},
+		{"512 processes", h.PidsLimit == 512},
+		{"4096 open files", len(h.Ulimits) == 1 && h.Ulimits[0].Name == "nofile" && h.Ulimits[0].Soft == 4096 && h.Ulimits[0].Hard == 4096},
+		{"1 MiB of logs", h.LogConfig.Config["max-size"] == "1m" && h.LogConfig.Config["max-file"] == "1"},
+		{"4 GiB /tmp, /var/tmp, home", strings.Contains(h.Tmpfs["/tmp"], size) && strings.Contains(h.Tmpfs["/var/tmp"], size) && strings.Contains(h.Tmpfs["/home/sandbox"], size)},
+		{"4 GiB workspace", strings.Contains(volume, size)},
+		{"2 h lifetime", !deadline.Before(before.Add(2*time.Hour).Truncate(time.Second)) && !deadline.After(time.Now().Add(2*time.Hour))},
+	}
+	for _, c := range engine {
+		if !c.ok {
+			t.Errorf("%s: not so in docker inspect: %+v, volume options %q, deadline %s", c.what, h, volume, deadline)
+		}
+	}
+	// Inside: the cgroup files (v2, else v1), ulimit and df.
+	inside := output(t, sb, `first() { for f; do [ -r "$f" ] && { cat "$f"; return; }; done; echo none; }
+echo "memory $(first /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes)"
+if [ -r /sys/fs/cgroup/memory.swap.max ]; then echo "swap $(cat /sys/fs/cgroup/memory.swap.max)"
+elif [ -r /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ]; then echo "swap $(( $(cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes) - $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) ))"
+else echo "swap 0"; fi
+if [ -r /sys/fs/cgroup/cpu.max ]; then echo "cpu $(cat /sys/fs/cgroup/cpu.max)"
+else echo "cpu $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"; fi
+echo "pids $(first /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max)"
+echo "nofile $(ulimit -n) $(ulimit -Hn)"
+df -k /workspace /tmp /var/tmp /home/sandbox | awk 'NR > 1 { print "disk " $NF " " $2 }'`)
+	want := strings.Join([]string{
+		fmt.Sprintf("memory %d", 4*gib), "swap 0", "cpu 100000 100000", "pids 512", "nofile 4096 4096",
+		"disk /workspace 4194304", "disk /tmp 4194304", "disk /var/tmp 4194304", "disk /home/sandbox 4194304",
+	}, "\n")
+	if inside != want {
+		t.Errorf("seen from inside:\n%s\nwant:\n%s", inside, want)
 	}
 }

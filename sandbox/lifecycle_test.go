@@ -85,7 +85,8 @@ func TestCloseOnSignalAndPanic(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, id, stderr := startHelper(t, tc.mode, image, dockertest.RunID+"-"+tc.name)
 			if tc.sig != nil {
-				time.Sleep(500 * time.Millisecond) // let the command start
+				// Signalled while its command runs.
+				waitFor(t, 30*time.Second, func() bool { return sleepers(t, id, "sleep 600 ") != "" })
 				cmd.Process.Signal(tc.sig)
 			}
 			waited := make(chan error, 1)

@@ -27,12 +27,16 @@ type Sandbox interface {
 
 	// ReadFile returns the whole content of a regular file, following
 	// symlinks that stay inside the workspace. It fails with ErrNotFound,
-	// ErrIsDir or ErrTooLarge (files over MaxReadSize).
+	// ErrIsDir, ErrNotRegular (a FIFO, a device), ErrTooLarge (files over
+	// MaxReadSize) or fs.ErrPermission. It is race-free: what is checked is
+	// the file actually read, whatever the sandbox's processes do meanwhile.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 
-	// WriteFile writes data (binary-safe) with the given mode, owned by the
+	// WriteFile writes data (binary-safe) with the given mode, as the
 	// sandbox user, creating missing parent directories. A mode of 0 keeps
-	// the mode of the file it replaces, or 0644 for a new file.
+	// the mode of the file it replaces, or 0644 for a new file. It fails
+	// with ErrIsDir, ErrNotDir, ErrNotRegular or fs.ErrPermission, and, like
+	// ReadFile, checks the file actually written, before writing it.
 	WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error
 
 	// ListFiles lists the entries under dir (recursively if asked), sorted,

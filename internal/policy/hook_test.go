@@ -108,7 +108,8 @@ func TestCheckHookInputAndEnvironment(t *testing.T) {
 // the call is refused.
 func TestCheckHookTimeout(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "survived")
-	p := Policy{Hook: hookScript(t, "(sleep 3; touch "+marker+") &\nsleep 60\n"), HookTimeout: 300 * time.Millisecond}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := Policy{Hook: hookScript(t, "(sleep 3; touch "+marker+") &\necho $! > "+pidFile+"\nsleep 60\n"), HookTimeout: 300 * time.Millisecond}
 	begin := time.Now()
 	d, err := p.CheckHook(context.Background(), testCall)
 	if took := time.Since(begin); took > 5*time.Second {
@@ -117,7 +118,22 @@ func TestCheckHookTimeout(t *testing.T) {
 	if d.Allow || !strings.Contains(d.Reason, "did not answer within 300ms") || !errors.Is(err, ErrHookFailed) {
 		t.Errorf("CheckHook = %+v, %v; want a refusal for the timeout", d, err)
 	}
-	time.Sleep(4 * time.Second)
+	// The background process touches the marker when its sleep ends,
+	// unless it was killed: wait for it to be gone, then look.
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the hook did not record its background process: %v", err)
+	}
+	stat := "/proc/" + strings.TrimSpace(string(b)) + "/stat"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := os.ReadFile(stat)
+		if _, state, _ := strings.Cut(string(st), ") "); err != nil || strings.HasPrefix(state, "Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hook's background process still runs 10s after the timeout")
+		}
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("a process the hook started outlived the timeout")
 	}
