@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Turn is one scripted answer of the server: a reply from the model or a
@@ -21,6 +22,7 @@ type Turn struct {
 	body    string
 	header  http.Header
 	fn      func(Request) Turn
+	delay   time.Duration
 }
 
 type turnKind int
@@ -165,6 +167,13 @@ func (t Turn) WithHeader(key, value string) Turn {
 		t.header = http.Header{}
 	}
 	t.header.Add(key, value)
+	return t
+}
+
+// WithDelay holds the answer for d before sending it (or until the client
+// goes away), as a slow model would: tests use it to keep requests in flight.
+func (t Turn) WithDelay(d time.Duration) Turn {
+	t.delay = d
 	return t
 }
 
