@@ -21,6 +21,7 @@ const (
 	EventCompaction = "compaction"  // history compacted
 	EventStatus     = "status"      // the run ended
 	EventCheck      = "check"       // the runner's check command ran
+	EventEndpoint   = "endpoint"    // a model call waits for the endpoint to answer again, or has waited
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,
