@@ -52,7 +52,7 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 	}()
 	// The whole task, clone to commit, has a deadline; the agent's own time
 	// limit ends its work earlier, leaving time for the rest.
-	tctx, cancel := context.WithTimeout(ctx, t.Timeout+sandboxMargin)
+	tctx, cancel := context.WithTimeout(ctx, sandboxLifetime(t, opt))
 	defer cancel()
 	w := &work{task: t, plan: p, opt: opt, deps: deps, res: &res, stopped: ctx.Err}
 	w.run(tctx, run)
@@ -121,7 +121,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 
 	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
 		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
-		Lifetime: t.Timeout + sandboxMargin, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	})
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
