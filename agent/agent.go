@@ -43,6 +43,11 @@ type Config struct {
 	MaxSteps int
 	// TimeLimit caps the run's wall time; default 1h.
 	TimeLimit time.Duration
+	// MaxHeldTime is how much of the time its model calls spend held by
+	// the endpoint gate (waiting for an endpoint that is down, or for a
+	// turn while it rate-limits; see Endpoint) does not count against
+	// TimeLimit, in total. Zero: all of it counts.
+	MaxHeldTime time.Duration
 	// MaxCompletionTokens is the reply limit asked for, lowered when the
 	// budget cannot pay it; default 8192. MinCompletionTokens is the least
 	// worth calling for; default 256.

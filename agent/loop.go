@@ -26,6 +26,8 @@ type Agent struct {
 
 	history     []Message
 	start       time.Time
+	limit       *timeLimit    // the time limit of the loop running
+	heldBefore  time.Duration // held time credited in earlier loops
 	steps       int
 	questions   []string
 	malformed   int // malformed tool calls in a row
@@ -88,11 +90,33 @@ func (a *Agent) add(m Message) {
 }
 
 func (a *Agent) timeLeft() time.Duration {
-	return a.start.Add(a.cfg.TimeLimit).Sub(a.cfg.Now())
+	return a.start.Add(a.cfg.TimeLimit + a.heldTime()).Sub(a.cfg.Now())
+}
+
+// heldTime is how long model calls were held by the endpoint gate, as far
+// as it does not count against the time limit.
+func (a *Agent) heldTime() time.Duration {
+	if a.limit != nil {
+		return a.heldBefore + a.limit.heldTime()
+	}
+	return a.heldBefore
+}
+
+// withTimeLimit returns the context of one loop: it ends at the time limit,
+// pushed later by the time calls are held by the endpoint gate.
+func (a *Agent) withTimeLimit(parent context.Context) (context.Context, func()) {
+	credit := a.cfg.MaxHeldTime - a.heldBefore
+	limit, stop := newTimeLimit(parent, a.start.Add(a.cfg.TimeLimit+a.heldBefore), credit, a.cfg.Trajectory.Record)
+	a.limit = limit
+	return limit, func() {
+		stop()
+		a.heldBefore += limit.heldTime()
+		a.limit = nil
+	}
 }
 
 func (a *Agent) loop(parent context.Context) Outcome {
-	ctx, cancel := context.WithDeadline(parent, a.start.Add(a.cfg.TimeLimit))
+	ctx, cancel := a.withTimeLimit(parent)
 	defer cancel()
 	contextRetries := 0
 	for {

@@ -56,6 +56,10 @@ type OpenAIConfig struct {
 	// Jitter turns a backoff into the actual wait; nil keeps half of it and
 	// randomises the rest. It is not applied to a server's Retry-After.
 	Jitter func(d time.Duration) time.Duration
+	// Endpoint is the run's gate for this endpoint, shared by the models of
+	// every task: it holds calls while the endpoint is down and spaces them
+	// while it rate-limits. Nil lets every attempt through.
+	Endpoint *Endpoint
 }
 
 // OpenAIModel is a Model served by an OpenAI Chat Completions endpoint
@@ -112,6 +116,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAIModel, error) {
 		sleep:          cfg.Sleep,
 		onRetry:        cfg.OnRetry,
 		redact:         m.secret.Error,
+		gate:           cfg.Endpoint,
 	}
 	if m.policy.jitter == nil {
 		m.policy.jitter = equalJitter

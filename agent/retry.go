@@ -40,6 +40,9 @@ type retryPolicy struct {
 	onRetry        func(attempt int, err error, wait time.Duration)
 	// redact removes secrets from errors before anyone sees them.
 	redact func(error) error
+	// gate, if not nil, lets each attempt through and holds the call
+	// while the endpoint is unavailable (see Endpoint).
+	gate *Endpoint
 }
 
 // retry calls attempt until it succeeds, fails with an error that retrying
@@ -48,8 +51,14 @@ type retryPolicy struct {
 // retried; when the caller's ctx ends, do returns at once without retrying.
 func retry[T any](ctx context.Context, p retryPolicy, attempt func(context.Context) (T, error)) (T, error) {
 	var zero T
+	var last error
 	for n := 1; ; n++ {
+		pass, err := p.gate.admit(ctx)
+		if err != nil {
+			return zero, p.held(ctx, n-1, last, err)
+		}
 		got, err := runAttempt(ctx, p.attemptTimeout, attempt)
+		pass.settle(err)
 		if err == nil {
 			return got, nil
 		}
@@ -59,6 +68,14 @@ func retry[T any](ctx context.Context, p retryPolicy, attempt func(context.Conte
 		err = p.redact(err)
 		if !retryable(err) {
 			return zero, err
+		}
+		if last = err; p.gate.holds(err, n > p.maxRetries) {
+			// The endpoint is unavailable: wait for it, then retry afresh.
+			if werr := p.gate.outage(ctx, err); werr != nil {
+				return zero, p.held(ctx, n, err, werr)
+			}
+			n = 0
+			continue
 		}
 		if n > p.maxRetries {
 			return zero, fmt.Errorf("giving up after %s: %w", plural(n, "attempt"), err)

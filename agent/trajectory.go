@@ -23,6 +23,7 @@ const (
 	EventStatus     = "status"      // the run ended
 	EventCheck      = "check"       // the runner's check command ran
 	EventPanic      = "panic"       // a bug of the runner ended the task: Error and the stack in Text
+	EventEndpoint   = "endpoint"    // a model call waits for the endpoint to answer again, or has waited
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,

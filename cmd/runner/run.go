@@ -137,6 +137,11 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	}
 	noteLeftovers(ctx, d, opts.out)
 	progress := newProgress(d.printer, d.globals.json)
+	endpoint, err := opts.model.endpoint(opts.concurrency, progress.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer endpoint.Close()
 	sum, err := batch.Run(ctx, queue, batch.Options{
 		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: runID,
 		Defaults: opts.defaults, Agent: opts.model.agentConfig(), Policy: opts.policy.policy,
@@ -144,7 +149,8 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		Store:        store,
 		StartSandbox: sandboxStarter(e),
 		ImageExists:  e.ImageExists,
-		NewModel:     opts.model.factory(),
+		NewModel:     opts.model.factory(endpoint),
+		Endpoint:     endpoint,
 		Prices:       prices,
 		GitAuth:      gitAuth(d.getenv),
 		Secrets:      secrets,

@@ -34,6 +34,8 @@ type modelFlags struct {
 	maxTokens     int64
 	useMaxTokens  bool
 	timeout       time.Duration
+	maxRetries    int
+	outageWait    time.Duration
 	secretEnv     []string
 }
 
@@ -56,6 +58,8 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.Int64Var(&m.maxTokens, "max-completion-tokens", 8192, "reply limit per model call (lowered to fit the budget)")
 	f.BoolVar(&m.useMaxTokens, "use-max-tokens", false, "send max_tokens instead of max_completion_tokens (older servers)")
 	f.DurationVar(&m.timeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of one model request attempt (retried)")
+	f.IntVar(&m.maxRetries, "max-retries", agent.DefaultMaxRetries, "retries of a failed model request, before its task fails or, if the endpoint is unavailable, waits for it")
+	f.DurationVar(&m.outageWait, "outage-wait", agent.DefaultOutageWait, "how long tasks wait for a model endpoint that stopped answering before they end as model_error")
 	f.StringSliceVar(&m.secretEnv, "secret-env", nil, "environment `variable` whose value is a secret to hide from trajectories, results and commits (repeatable)")
 	cmd.Long += "\n" + modelEnvHelp
 }
@@ -71,6 +75,12 @@ func (m *modelFlags) complete(getenv func(string) string) error {
 	m.apiKey = getenv(m.apiKeyEnv)
 	if m.compactAt <= 0 || m.compactAt > 1 {
 		return cli.Usagef("--compact-at %v: want a fraction in (0, 1]", m.compactAt)
+	}
+	if m.maxRetries < 0 {
+		return cli.Usagef("--max-retries %d: want 0 or more", m.maxRetries)
+	}
+	if m.outageWait < time.Second {
+		return cli.Usagef("--outage-wait %s: want at least 1s", m.outageWait)
 	}
 	if m.contextWindow < 1000 {
 		return cli.Usagef("--context-window %d: want at least 1000 tokens", m.contextWindow)
@@ -112,19 +122,18 @@ func (m *modelFlags) agentConfig() agent.Config {
 }
 
 // factory makes each task's model: a replay of a recorded trajectory, or
-// the endpoint, with its retries recorded in the task's trajectory.
-func (m *modelFlags) factory() func(string, *agent.Trajectory) (agent.Model, error) {
+// the endpoint behind the run's gate, with its retries recorded in the
+// task's trajectory.
+func (m *modelFlags) factory(gate *agent.Endpoint) func(string, *agent.Trajectory) (agent.Model, error) {
 	return func(name string, traj *agent.Trajectory) (agent.Model, error) {
 		if file, ok := strings.CutPrefix(name, "replay:"); ok {
 			return agent.LoadReplay(file)
 		}
-		return agent.NewOpenAI(agent.OpenAIConfig{
-			BaseURL: m.baseURL, APIKey: m.apiKey, RequestTimeout: m.timeout, MaxRetries: agent.DefaultMaxRetries,
-			UseMaxTokens: m.useMaxTokens,
-			OnRetry: func(attempt int, err error, wait time.Duration) {
-				traj.Record(agent.Event{Type: agent.EventRetry, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
-			},
-		})
+		cfg := m.openAIConfig(gate)
+		cfg.OnRetry = func(attempt int, err error, wait time.Duration) {
+			traj.Record(agent.Event{Type: agent.EventRetry, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
+		}
+		return agent.NewOpenAI(cfg)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/tasks"
 )
@@ -26,6 +27,14 @@ func (g *progress) say(format string, a ...any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.p.Note(format, a...)
+}
+
+// Endpoint reports a change of the model endpoint's health (down, up,
+// rate-limiting), in JSON mode too: it explains why the run waits.
+func (g *progress) Endpoint(c agent.EndpointChange) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.p.Warn("%s", c)
 }
 
 func (g *progress) Skipped(t tasks.Task, r tasks.Result) {

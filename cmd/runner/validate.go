@@ -16,14 +16,15 @@ import (
 )
 
 type validateOptions struct {
-	printer *cli.Printer
-	json    bool
-	files   []string
+	printer  *cli.Printer
+	json     bool
+	files    []string
+	endpoint endpointCheck
 }
 
 func newValidateCmd(d *deps, runF func(context.Context, *validateOptions) error) *cobra.Command {
 	opts := &validateOptions{}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check task files, listing every mistake with its file and line",
 		Long: `Load each task file as a run would and list every problem found, one per
@@ -40,17 +41,25 @@ task's branch is not checked out in any worktree and has no ref in its way
 contacted.
 
 Exit code 2 when any file has a problem. With --json, print one JSON
-document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems", "warnings"}]}.`,
+document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems", "warnings"}]}.
+
+With --check-endpoint, also ask the model endpoint (--base-url, else
+$OPENAI_BASE_URL, else OpenAI) whether it answers and takes the key, as
+runner run does before it starts anything: the one check that needs the
+network, so it is off by default. Its result is "endpoint" in --json.`,
 		Example: "  runner validate tasks.yaml\n  runner validate --json queue.jsonl more.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
+			opts.endpoint.complete(cmd.Context(), d.getenv)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
 			return runValidate(cmd.Context(), opts)
 		},
 	}
+	opts.endpoint.register(cmd)
+	return cmd
 }
 
 // fileCheck is what validate found in one task file.
@@ -153,11 +162,16 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 			problems += len(checks[i].Problems)
 		}
 	}
+	var endpoint *endpointResult
+	if bad == 0 {
+		endpoint = opts.endpoint.run()
+	}
 	if opts.json {
 		if err := opts.printer.JSON(struct {
-			OK    bool        `json:"ok"`
-			Files []fileCheck `json:"files"`
-		}{bad == 0, checks}); err != nil {
+			OK       bool            `json:"ok"`
+			Files    []fileCheck     `json:"files"`
+			Endpoint *endpointResult `json:"endpoint,omitempty"`
+		}{bad == 0 && endpoint.ok(), checks, endpoint}); err != nil {
 			return err
 		}
 	} else {
@@ -178,7 +192,7 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("%s in %d of %d task %s",
 			plural(problems, "problem"), bad, len(checks), pluralWord(len(checks), "file"))}
 	}
-	return nil
+	return endpoint.report(opts.printer, opts.json)
 }
 
 // queueSummary describes a valid queue in one line: its tasks, its repositories,

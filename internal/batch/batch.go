@@ -83,6 +83,13 @@ type Deps struct {
 	Progress Progress
 	// WorkDir holds the clones; default the system's temporary directory.
 	WorkDir string
+	// Endpoint is the gate of the model endpoint that NewModel's models
+	// share; nil when there is none to watch. Before any task starts, it
+	// is probed if a task will call it: an endpoint that refuses the key
+	// or does not answer is a configuration error. During the run no task
+	// that calls it starts while it is down, and the time its calls are
+	// held does not count against a task's timeout, up to its OutageWait.
+	Endpoint *agent.Endpoint
 }
 
 // Progress is told about the tasks of a run as they go.
@@ -120,9 +127,13 @@ var ErrConfig = errors.New("configuration error")
 
 // Run runs the queue. It returns an error wrapping ErrConfig when a task
 // cannot run as configured (a missing price, image or model; an existing
-// branch) — found before any task starts. Otherwise every task gets a
-// result, and the error is nil even when tasks failed. When ctx is
-// cancelled no new task starts and running ones end as interrupted.
+// branch; a model endpoint that refuses the key or does not answer) — found
+// before any task starts. Otherwise every task gets a result, and the error
+// is nil even when tasks failed. When ctx is cancelled no new task starts
+// and running ones end as interrupted. While the endpoint is down no task
+// that calls it starts; if it stays down longer than its OutageWait, those
+// tasks end as model_error without starting (and without a record, so that
+// a rerun runs them).
 func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summary, error) {
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = 1
@@ -138,6 +149,10 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 	if err != nil {
 		return Summary{}, err
 	}
+	if err := preflight(ctx, plans, deps.Endpoint); err != nil {
+		return Summary{}, err
+	}
+	opt.Agent.MaxHeldTime = deps.Endpoint.OutageWait()
 	if err := os.MkdirAll(filepath.Join(deps.Store.Dir(), "trajectories"), 0o755); err != nil {
 		return Summary{}, fmt.Errorf("create trajectories directory: %w", err)
 	}
@@ -156,15 +171,19 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 			continue
 		}
 		if ctx.Err() != nil {
-			sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: redact.URL(p.task.Repo),
-				Error: "the run was stopped before this task started"}
+			sum.Results[i] = notStarted(p.task, ctx.Err())
 			continue
 		}
 		g.Go(func() error {
-			if ctx.Err() != nil { // stopped while this task waited for a slot
+			// Stopped while this task waited for a slot, or for the
+			// endpoint to answer again?
+			err := ctx.Err()
+			if err == nil && callsEndpoint(p.task) {
+				err = deps.Endpoint.Ready(ctx)
+			}
+			if err != nil {
 				mu.Lock()
-				sum.Results[i] = tasks.Result{ID: p.task.ID, Status: tasks.StatusInterrupted, Repo: redact.URL(p.task.Repo),
-					Error: "the run was stopped before this task started"}
+				sum.Results[i] = notStarted(p.task, err)
 				mu.Unlock()
 				return nil
 			}
@@ -181,6 +200,56 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 	g.Wait()
 	sum.Spend = run.Summary()
 	return sum, nil
+}
+
+// preflight probes the endpoint, once, when a task that will run calls it.
+func preflight(ctx context.Context, plans []taskPlan, endpoint *agent.Endpoint) error {
+	for _, p := range plans {
+		if p.skip == nil && callsEndpoint(p.task) {
+			err := endpoint.Check(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case err != nil:
+				return fmt.Errorf("%w: %w", ErrConfig, err)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// callsEndpoint tells whether a task's model is served by the endpoint: a
+// replay plays a recorded trajectory back instead.
+func callsEndpoint(t tasks.Task) bool { return !strings.HasPrefix(t.Model, "replay:") }
+
+// notStarted is the result of a task that did not start because the run
+// was stopped, or because the endpoint stayed unavailable. It is not
+// recorded: a rerun runs the task.
+func notStarted(t tasks.Task, why error) tasks.Result {
+	r := tasks.Result{ID: t.ID, Status: tasks.StatusInterrupted, Repo: redact.URL(t.Repo),
+		Error: "the run was stopped before this task started"}
+	if errors.Is(why, agent.ErrOutage) {
+		r.Status, r.Error = tasks.StatusModelError, "not started: "+why.Error()
+	}
+	return r
+}
+
+// taskDeadline bounds a task from clone to commit: its timeout, the margin
+// left for the check and the commit, and the time its model calls may be
+// held by the endpoint gate (which the agent's own clock does not count).
+func taskDeadline(t tasks.Task, opt Options) time.Duration {
+	d := t.Timeout + opt.margin()
+	if callsEndpoint(t) {
+		d += opt.Agent.MaxHeldTime
+	}
+	return d
+}
+
+// sandboxLifetime bounds a task's sandbox: the task's deadline, and the
+// grace a task whose deadline passed gets to commit its work.
+func sandboxLifetime(t tasks.Task, opt Options) time.Duration {
+	return taskDeadline(t, opt) + commitGrace
 }
 
 // taskPlan is a task with everything resolved before the run starts.

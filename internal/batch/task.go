@@ -66,7 +66,7 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 	// The whole task, clone to commit, has a deadline; the agent's own time
 	// limit ends its work earlier, leaving time for the rest. Passing it is
 	// time_limit; only the run's ctx ending (the user's stop) interrupts.
-	tctx, cancel := context.WithTimeout(panics.WithHandler(halt, w.crashed), t.Timeout+opt.margin())
+	tctx, cancel := context.WithTimeout(panics.WithHandler(halt, w.crashed), taskDeadline(t, opt))
 	defer cancel()
 	w.run(tctx, run)
 	return res, nil
@@ -158,7 +158,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 
 	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
 		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
-		Lifetime: t.Timeout + w.opt.margin() + commitGrace, Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	})
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))

@@ -6,6 +6,9 @@
 // a request is malformed (see Validate), when more requests arrive than
 // turns were scripted, or when scripted turns are never used. A malformed
 // request is answered 400, as a real server would, without using a turn.
+// GET /models answers a model list, as OpenAI-compatible servers do; the
+// controls in control.go make the server go down and come back, throttle,
+// refuse a key, and count the requests in flight.
 //
 //	llm := fakellm.New(t,
 //		fakellm.ToolCall("bash", `{"command":"go test ./..."}`),
@@ -36,12 +39,26 @@ type Server struct {
 	srv     *httptest.Server
 	closing chan struct{}
 
+	ln *listener
+
 	mu       sync.Mutex
 	turns    []Turn
 	next     int
 	repeat   *Turn
 	requests []Request
 	reported bool
+
+	// Set by the controls of control.go.
+	models       *Turn
+	modelLists   int
+	key          string
+	disrupt      *Turn
+	disruptEvery int
+	disruptSeen  int
+	disrupted    int
+	epoch        int
+	inFlight     int
+	peak         int
 }
 
 // New starts a server on 127.0.0.1 that plays turns in order. It is shut
@@ -52,11 +69,20 @@ func New(t testing.TB, turns ...Turn) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serve)
 	mux.HandleFunc("POST /chat/completions", s.serve)
+	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /models", s.serveModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("fakellm: unexpected %s %s", r.Method, r.URL.Path)
-		http.Error(w, "fakellm serves POST /v1/chat/completions only", http.StatusNotFound)
+		http.Error(w, "fakellm serves POST /v1/chat/completions and GET /v1/models only", http.StatusNotFound)
 	})
-	s.srv = httptest.NewServer(mux)
+	ln, err := newListener()
+	if err != nil {
+		t.Fatalf("fakellm: listen: %v", err)
+	}
+	s.ln = ln
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Listener = ln
+	s.srv.Start()
 	t.Cleanup(func() {
 		close(s.closing) // releases hung requests so Close can return
 		s.srv.Close()
@@ -109,6 +135,8 @@ func (s *Server) Verify() {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	disruption, refused, leave := s.arrive(r)
+	defer leave()
 	body, err := io.ReadAll(r.Body)
 	req := Request{Body: body, Header: r.Header.Clone(), Path: r.URL.Path}
 	if err == nil {
@@ -119,6 +147,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(s.requests)
 	s.mu.Unlock()
 
+	if refused {
+		s.play(w, r, req, Unauthorized())
+		return
+	}
 	if err != nil {
 		s.t.Errorf("fakellm: request %d: body is not a valid request: %v", n, err)
 		writeJSON(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "", "invalid JSON body"))
@@ -139,6 +171,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if disruption != nil {
+		s.play(w, r, req, *disruption)
+		return
+	}
 	turn, ok := s.take()
 	if !ok {
 		s.t.Errorf("fakellm: request %d arrived but the script has only %d turns (last message: %s)",
@@ -174,6 +210,17 @@ func (s *Server) take() (Turn, bool) {
 }
 
 func (s *Server) play(w http.ResponseWriter, r *http.Request, req Request, t Turn) {
+	if t.delay > 0 {
+		timer := time.NewTimer(t.delay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		}
+	}
 	switch t.kind {
 	case kindReply:
 		b, err := json.Marshal(reply(req, t))

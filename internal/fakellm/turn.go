@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Turn is one scripted answer of the server: a reply from the model or a
@@ -24,6 +25,7 @@ type Turn struct {
 	// cut, when set, sends only the first cutAt bytes of the body.
 	cut   bool
 	cutAt int
+	delay time.Duration
 }
 
 type turnKind int
@@ -182,6 +184,13 @@ func (t Turn) WithHeader(key, value string) Turn {
 // first n bytes of the body, and closes the connection: a body cut short.
 func (t Turn) CutAfter(n int) Turn {
 	t.cut, t.cutAt = true, max(n, 0)
+	return t
+}
+
+// WithDelay holds the answer for d before sending it (or until the client
+// goes away), as a slow model would: tests use it to keep requests in flight.
+func (t Turn) WithDelay(d time.Duration) Turn {
+	t.delay = d
 	return t
 }
 
