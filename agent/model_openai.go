@@ -26,9 +26,13 @@ type OpenAIConfig struct {
 	// ("https://api.openai.com/v1"). Empty means OPENAI_BASE_URL, else the
 	// OpenAI API.
 	BaseURL string
-	// APIKey is sent as a bearer token. Empty means OPENAI_API_KEY; servers
-	// that need no key accept an empty one.
+	// APIKey is sent as a bearer token. Empty means OPENAI_API_KEY, unless
+	// NoKey is set.
 	APIKey string
+	// NoKey sends no key at all, whatever the environment holds: for a
+	// server that needs none, when the variable the caller reads the key
+	// from is empty. It cannot be combined with APIKey.
+	NoKey bool
 	// RequestTimeout bounds each attempt, response body included; an attempt
 	// that outlives it is abandoned and retried. Zero means
 	// DefaultRequestTimeout.
@@ -94,9 +98,16 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAIModel, error) {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	key := cfg.APIKey
-	if key != "" {
+	switch {
+	case cfg.NoKey && key != "":
+		return nil, fmt.Errorf("new openai model: an API key was given with NoKey")
+	case cfg.NoKey:
+		// The client reads keys from the environment first; drop them.
+		opts = append(opts, option.WithAPIKey(""), option.WithAdminAPIKey(""),
+			option.WithHeaderDel("Authorization"))
+	case key != "":
 		opts = append(opts, option.WithAPIKey(key))
-	} else {
+	default:
 		key = os.Getenv("OPENAI_API_KEY")
 	}
 	if cfg.HTTPClient != nil {

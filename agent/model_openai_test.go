@@ -319,6 +319,33 @@ func TestNewOpenAIEnvironment(t *testing.T) {
 	})
 }
 
+// With NoKey, no key leaves the runner, whatever the environment holds: a
+// caller that named another variable, found it empty, and talks to a
+// server that needs no key must not send OPENAI_API_KEY (or the admin key
+// the SDK also reads) to it instead.
+func TestNewOpenAINoKeySendsNone(t *testing.T) {
+	llm := fakellm.New(t, fakellm.Text("ok"))
+	t.Setenv("OPENAI_API_KEY", "sk-from-env-should-stay-home")
+	t.Setenv("OPENAI_ADMIN_KEY", "sk-admin-should-stay-home")
+	m, err := NewOpenAI(OpenAIConfig{BaseURL: llm.URL(), NoKey: true})
+	if err != nil {
+		t.Fatalf("NewOpenAI: %v", err)
+	}
+	if _, err := m.Complete(context.Background(), userRequest("hi")); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	for name, values := range llm.Requests()[0].Header {
+		for _, v := range values {
+			if strings.Contains(v, "should-stay-home") {
+				t.Errorf("header %s = %q: a key from the environment was sent", name, v)
+			}
+		}
+	}
+	if _, err := NewOpenAI(OpenAIConfig{BaseURL: llm.URL(), NoKey: true, APIKey: "sk-both-given-1234"}); err == nil {
+		t.Error("NewOpenAI accepted NoKey together with an APIKey")
+	}
+}
+
 func TestNewOpenAIRejectsBadConfig(t *testing.T) {
 	tests := []struct {
 		name string

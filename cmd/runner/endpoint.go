@@ -33,8 +33,11 @@ func (m *modelFlags) endpoint(concurrency int, report func(agent.EndpointChange)
 
 // openAIConfig is the configuration of every model of the run.
 func (m *modelFlags) openAIConfig(gate *agent.Endpoint) agent.OpenAIConfig {
+	// The key is read from the variable --api-key-env names, and from
+	// nowhere else: when it is empty, no key is sent (not OPENAI_API_KEY,
+	// which the client would read by itself).
 	return agent.OpenAIConfig{
-		BaseURL: m.baseURL, APIKey: m.apiKey, RequestTimeout: m.timeout, MaxRetries: m.maxRetries,
+		BaseURL: m.baseURL, APIKey: m.apiKey, NoKey: m.apiKey == "", RequestTimeout: m.timeout, MaxRetries: m.maxRetries,
 		UseMaxTokens: m.useMaxTokens, Endpoint: gate,
 	}
 }
