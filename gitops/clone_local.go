@@ -123,7 +123,7 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 		return nil, err
 	}
 	filled := fillStore(gitDir, opts.Dir, shallow, objects)
-	err = checkoutFresh(src, repo.Storer, opts.Dir, commit)
+	notes, err := checkoutFresh(ctx, src, repo.Storer, opts.Dir, commit)
 	if ferr := <-filled; ferr != nil && err == nil {
 		err = ferr
 	}
@@ -138,7 +138,7 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{Dir: opts.Dir, Base: commit, Ref: target, RemoteURL: url, Shallow: shallow}, nil
+	return &Workspace{Dir: opts.Dir, Base: commit, Ref: target, RemoteURL: url, Shallow: shallow, Warnings: notes}, nil
 }
 
 // fillStore gives the clone in dir its objects from the store in gitDir, on
