@@ -19,7 +19,7 @@ import (
 // gives in a real checkout holding the same files, and the user's
 // repository is left exactly as it was apart from the new branch.
 func TestCommitTreeMatchesGitAddAll(t *testing.T) {
-	for _, fx := range treeFixtures {
+	for _, fx := range slices.Concat(treeFixtures, submoduleTreeFixtures) {
 		t.Run(fx.name, func(t *testing.T) {
 			repo, base := newRepo(t, fx.base)
 			if fx.setup != nil {
@@ -29,6 +29,7 @@ func TestCommitTreeMatchesGitAddAll(t *testing.T) {
 			}
 			checkout := filepath.Join(t.TempDir(), "checkout")
 			gitRun(t, repo, "clone", "-q", "--no-local", repo, checkout)
+			cloned := statTree(t, checkout)
 			if fx.exclude != "" {
 				for _, d := range []string{repo, checkout} {
 					if err := os.WriteFile(filepath.Join(d, ".git", "info", "exclude"), []byte(fx.exclude), 0o644); err != nil {
@@ -37,6 +38,7 @@ func TestCommitTreeMatchesGitAddAll(t *testing.T) {
 				}
 			}
 			fx.change(t, checkout)
+			changedLater(t, checkout, cloned)
 			snap := tarDir(t, checkout)
 			gitRun(t, checkout, "add", "-A")
 			want := gitRun(t, checkout, "write-tree")

@@ -67,6 +67,10 @@ type snapshot struct {
 	// small holds the content of one small file at a time; copyBuf is the
 	// buffer of every larger copy. Both are reused from entry to entry.
 	small, copyBuf []byte
+
+	// nestedGit lists the directories holding a ".git" of their own
+	// (see noteDotGit).
+	nestedGit map[string]bool
 }
 
 // smallBlob is the size up to which a file is read into memory and written
@@ -120,6 +124,7 @@ func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known fu
 			continue
 		}
 		if inDotGit(name) {
+			s.noteDotGit(name)
 			continue
 		}
 		reason, err = s.add(tr, hdr, name, lim, known, unsafe.Total == 0)
