@@ -1,9 +1,12 @@
 package gitops
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -167,4 +170,34 @@ func TestAttributesLimits(t *testing.T) {
 	if _, err := newGitAttributes(big, attrFromFile, nil); err == nil || !strings.Contains(err.Error(), "MiB") {
 		t.Errorf("too many bytes: %v", err)
 	}
+}
+
+// TestCommitTreeRefusesAttributeFlood: a workspace whose .gitattributes
+// files would make every file's lookup expensive is refused before
+// anything is written, with the file named; the user's repository is left
+// as it was.
+func TestCommitTreeRefusesAttributeFlood(t *testing.T) {
+	repo, base := newRepo(t, map[string]file{"a.txt": {content: "a\n"}})
+	before := objectFiles(t, repo)
+	state := stateOf(t, repo)
+	var flood strings.Builder
+	for i := range maxAttrRules/2 + 1 {
+		fmt.Fprintf(&flood, "*%d*%d*%d*[a-z]?x%d text\n", i, i, i, i)
+	}
+	snap := tarOf(t,
+		entry{name: "./a.txt", body: "a\r\n"},
+		entry{name: "./.gitattributes", body: flood.String()},
+		entry{name: "./deep/.gitattributes", body: flood.String()},
+	)
+	_, err := CommitTree(context.Background(), repo, base, bytes.NewReader(snap), CommitOptions{Branch: "runner/flood"})
+	if err == nil || !strings.Contains(err.Error(), "deep/.gitattributes") {
+		t.Fatalf("CommitTree: %v, want a refusal naming deep/.gitattributes", err)
+	}
+	if branchExists(repo, "runner/flood") {
+		t.Error("branch created")
+	}
+	if after := objectFiles(t, repo); !slices.Equal(after, before) {
+		t.Errorf("objects written: before %v, after %v", before, after)
+	}
+	assertStateUnchanged(t, repo, state)
 }

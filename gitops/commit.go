@@ -90,8 +90,8 @@ type CommitResult struct {
 	// Changes lists the changed paths in path order.
 	Changes []FileChange
 	// Warnings say where the commit differs from what the workspace
-	// seems to hold: nested repositories and submodule content left out
-	// (see planCommit).
+	// seems to hold: nested repositories and submodule content left out,
+	// attributes not applied (see planCommit).
 	Warnings []string
 }
 
@@ -105,14 +105,17 @@ type CommitResult struct {
 // 100644 otherwise (git's own rule); empty directories are dropped;
 // untracked files ignored by the snapshot's .gitignore files (any depth) or
 // the repository's info/exclude are left out while tracked ones stay
-// tracked; a gitlink (submodule) stays while its directory exists,
+// tracked; line endings are converted as the snapshot's .gitattributes
+// files and the repository's info/attributes ask (text, text=auto, eol,
+// binary), a file still as Clone checked it out keeping its base blob (see
+// normalizer); a gitlink (submodule) stays while its directory exists,
 // even empty, is deleted with its directory and changes type when a file
 // or symlink takes its place. The agent's .git directories are never
 // imported. Not reproduced, and said in CommitResult.Warnings: a nested
 // repository (an untracked directory with a .git of its own) is left out,
 // where git would record a gitlink to a commit that only exists in the
-// agent's .git. Attributes (eol, filters) are not applied, content is
-// recorded byte for byte. core.excludesFile is not read.
+// agent's .git; the filter, ident and working-tree-encoding attributes are
+// not applied. core.excludesFile and core.attributesFile are not read.
 //
 // Content the repository lacks is spooled to an unlinked file in
 // os.TempDir() while the stream is checked. Every call opens its own handle

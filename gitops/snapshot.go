@@ -53,6 +53,7 @@ type snapEntry struct {
 	target string // symlink target
 	stored bool   // the repository already holds the blob
 	offset int64  // content position in the spool when !stored
+	cr     bool   // the content holds a CR: attributes may convert it
 }
 
 // snapshot is the parsed tar stream, keyed by clean slash-separated path
@@ -202,7 +203,8 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		s.copyBuf = make([]byte, 32<<10)
 	}
 	h := plumbing.NewHasher(plumbing.BlobObject, e.size)
-	dst := []io.Writer{h, s.spool}
+	cr := &crSeen{}
+	dst := []io.Writer{h, s.spool, cr}
 	var ignore *bytes.Buffer
 	if path.Base(name) == ".gitignore" {
 		ignore = &bytes.Buffer{}
@@ -215,7 +217,7 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	if err != nil {
 		return fmt.Errorf("copy content: %w", err)
 	}
-	e.hash = h.Sum()
+	e.hash, e.cr = h.Sum(), cr.seen
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
 	if e.stored {
@@ -247,7 +249,7 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 		}
 		return fmt.Errorf("copy content: %w", err)
 	}
-	e.hash = plumbing.ComputeHash(plumbing.BlobObject, b)
+	e.hash, e.cr = plumbing.ComputeHash(plumbing.BlobObject, b), bytes.IndexByte(b, '\r') >= 0
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
 	if !e.stored {

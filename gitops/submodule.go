@@ -65,13 +65,15 @@ func nestedRepos(base map[string]treeEntry, snap *snapshot, ig *ignoreRules) map
 	return out
 }
 
-// planCommit plans the tree of the commit: the index `git add -A` would
-// write (planTree). The warnings say where the result differs from what
-// the agent may expect, or from git: nested repositories left out, content
-// inside submodules, submodules removed while .gitmodules still lists
-// them.
+// planCommit plans the tree of the commit: the snapshot's files converted
+// as their attributes ask (applyAttributes), then the index `git add -A`
+// would write (planTree). The warnings say where the result differs from
+// what the agent may expect, or from git: nested repositories left out,
+// content inside submodules, submodules removed while .gitmodules still
+// lists them, attributes not applied.
 func planCommit(ctx context.Context, repo *git.Repository, base map[string]treeEntry, snap *snapshot, ig *ignoreRules) (map[string]treeEntry, []string, error) {
-	if err := ctx.Err(); err != nil {
+	attrs, err := applyAttributes(ctx, repo, base, snap)
+	if err != nil {
 		return nil, nil, err
 	}
 	nested := nestedRepos(base, snap, ig)
@@ -79,6 +81,16 @@ func planCommit(ctx context.Context, repo *git.Repository, base map[string]treeE
 	var warnings []string
 	warnings = append(warnings, nestedWarnings(base, snap, files, nested)...)
 	warnings = append(warnings, gitmodulesWarnings(repo, snap, base, files)...)
+	var unusual attrNotes
+	if !attrs.empty() {
+		for p, f := range files {
+			if b, ok := base[p]; (ok && b == f) || objectType(f.mode) != filemode.Regular {
+				continue
+			}
+			unusual.record(p, attrs.lookup(p))
+		}
+	}
+	warnings = append(warnings, unusual.list("committed as the workspace holds them")...)
 	return files, warnings, nil
 }
 
