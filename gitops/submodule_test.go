@@ -145,3 +145,29 @@ func TestCommitTreeSubmoduleDeletionIsNotDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitTreeWarningsQuoteHostileNames: the warnings reach a terminal;
+// names and attribute values the agent chose are quoted, never raw.
+func TestCommitTreeWarningsQuoteHostileNames(t *testing.T) {
+	repo, base := newRepo(t, map[string]file{"a.txt": {content: "a\n"}})
+	evil := "x\x1b]0;owned\x07\n\x1b[2J"
+	snap := tarOf(t,
+		entry{name: "./a.txt", body: "a\n"},
+		entry{name: "./.gitattributes", body: "*.y filter=\x1b[31mred ident\n"},
+		entry{name: "./" + evil + ".y", body: "y\n"},
+		entry{name: "./" + evil + "/.git/HEAD", body: "ref: refs/heads/main\n"},
+		entry{name: "./" + evil + "/f", body: "f\n"},
+	)
+	res, err := CommitTree(context.Background(), repo, base, bytes.NewReader(snap), CommitOptions{Branch: "runner/hostile-names"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 3 {
+		t.Errorf("warnings = %q, want the nested repository and two attributes", res.Warnings)
+	}
+	for _, w := range res.Warnings {
+		if strings.ContainsFunc(w, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Errorf("warning carries a control character: %q", w)
+		}
+	}
+}

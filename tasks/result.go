@@ -81,6 +81,11 @@ type Result struct {
 	// Questions are the questions the agent asked and that nobody answered.
 	Questions []string `json:"questions,omitempty"`
 	Summary   string   `json:"summary,omitempty"`
+
+	// Warnings say where the workspace or the commit differs from what
+	// git would have made: attributes not applied, nested repositories and
+	// submodule content left out (see gitops).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as text, like "1m30.5s".
