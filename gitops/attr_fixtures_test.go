@@ -102,12 +102,15 @@ var attrTreeFixtures = []treeFixture{
 			"untouched.crlf": {content: "a\r\nb\r\n"},
 			"mixed.crlf":     {content: "a\r\nb\n"},
 			"touched.crlf":   {content: "a\r\nb\n"},
+			"chmod.txt":      {content: "a\r\nb\r\n"},
 		},
 		change: func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]file{
 				"touched.txt":  {content: "a\r\nb\r\nc\r\n"},
 				"touched.crlf": {content: "a\r\nc\r\n"},
 			})
+			// A new mode makes git hash the content again.
+			chmod(t, dir, "chmod.txt", 0o755)
 		},
 	},
 	{

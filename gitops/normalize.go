@@ -181,7 +181,10 @@ func (n *normalizer) normalize(p string, e *snapEntry) error {
 			}
 		}
 	}
-	if tracked && clean.hash != b.hash && objectType(b.mode) == filemode.Regular {
+	// git trusts the stat data of a file whose type, executable bit and
+	// content are as checked out: it keeps the blob.
+	sameMode := objectType(b.mode) == filemode.Regular && (b.mode == filemode.Executable) == (e.mode == filemode.Executable)
+	if tracked && clean.hash != b.hash && sameMode {
 		untouched, err := n.checkedOutAs(p, b.hash, e.hash)
 		if err != nil {
 			return err
