@@ -40,16 +40,24 @@ const inlineBlob = 1 << 20
 // Names are validated by the tree walker (no "..", no .git in any
 // spelling), and a path that already exists, a symlink included, is an
 // error, so nothing is ever written through a link.
-func checkoutFresh(ctx context.Context, repo *git.Repository, dst storer.IndexStorer, dir string, commit plumbing.Hash) error {
+//
+// Files are written as git writes them with its default configuration:
+// the line endings asked for by the tree's .gitattributes files
+// (checkoutAttrs). It returns a note for each attribute it does not apply.
+func checkoutFresh(ctx context.Context, repo *git.Repository, dst storer.IndexStorer, dir string, commit plumbing.Hash) ([]string, error) {
 	c, err := repo.CommitObject(commit)
 	if err != nil {
-		return fmt.Errorf("checkout %s: %w", commit, err)
+		return nil, fmt.Errorf("checkout %s: %w", commit, err)
 	}
 	tree, err := c.Tree()
 	if err != nil {
-		return fmt.Errorf("checkout %s: %w", commit, err)
+		return nil, fmt.Errorf("checkout %s: %w", commit, err)
 	}
-	w := newCheckoutWriter(ctx, dir)
+	attrs, err := newCheckoutAttrs(repo, tree)
+	if err != nil {
+		return nil, fmt.Errorf("checkout %s: %w", commit, err)
+	}
+	w := newCheckoutWriter(ctx, dir, attrs)
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
 	for {
@@ -58,22 +66,25 @@ func checkoutFresh(ctx context.Context, repo *git.Repository, dst storer.IndexSt
 			break
 		}
 		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil {
 			err = w.add(repo, name, entry)
 		}
 		if err != nil {
 			w.wait()
-			return fmt.Errorf("checkout %s: %w", commit, err)
+			return nil, fmt.Errorf("checkout %s: %w", commit, err)
 		}
 	}
 	entries, err := w.wait()
 	if err != nil {
-		return fmt.Errorf("checkout %s: %w", commit, err)
+		return nil, fmt.Errorf("checkout %s: %w", commit, err)
 	}
 	slices.SortFunc(entries, func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
 	if err := dst.SetIndex(&index.Index{Version: 2, Entries: entries}); err != nil {
-		return fmt.Errorf("checkout %s: write index: %w", commit, err)
+		return nil, fmt.Errorf("checkout %s: write index: %w", commit, err)
 	}
-	return nil
+	return attrs.notes(), nil
 }
 
 // fileJob is a file for a writer: its index entry and, for a small file,
@@ -86,17 +97,18 @@ type fileJob struct {
 // checkoutWriter writes the files of one checkout and collects their index
 // entries.
 type checkoutWriter struct {
-	dir  string
-	jobs chan fileJob
-	wg   sync.WaitGroup
+	dir   string
+	attrs *checkoutAttrs
+	jobs  chan fileJob
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex
 	entries []*index.Entry
 	err     error
 }
 
-func newCheckoutWriter(ctx context.Context, dir string) *checkoutWriter {
-	w := &checkoutWriter{dir: dir, jobs: make(chan fileJob, 4*checkoutWorkers)}
+func newCheckoutWriter(ctx context.Context, dir string, attrs *checkoutAttrs) *checkoutWriter {
+	w := &checkoutWriter{dir: dir, attrs: attrs, jobs: make(chan fileJob, 4*checkoutWorkers)}
 	for range checkoutWorkers {
 		w.wg.Add(1)
 		go func() {
@@ -155,6 +167,9 @@ func (w *checkoutWriter) add(repo *git.Repository, name string, te object.TreeEn
 	e := &index.Entry{Name: name, Hash: te.Hash, Mode: te.Mode}
 	switch te.Mode {
 	case filemode.Dir:
+		if err := w.attrs.enterDir(repo, name, te.Hash); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		if err := os.Mkdir(w.path(name), 0o755); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -172,9 +187,12 @@ func (w *checkoutWriter) add(repo *git.Repository, name string, te object.TreeEn
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	act := crlfBinary
+	if te.Mode != filemode.Symlink {
+		act = w.attrs.action(name)
+	}
 	if blob.Size > inlineBlob && te.Mode != filemode.Symlink {
-		e.Size = uint32(blob.Size)
-		w.done(e, streamNewFile(w.path(name), e, blob))
+		w.done(e, streamNewFile(w.path(name), e, blob, act))
 		return nil
 	}
 	r, err := blob.Reader()
@@ -185,6 +203,9 @@ func (w *checkoutWriter) add(repo *git.Repository, name string, te object.TreeEn
 	r.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if act.outputsCRLF() {
+		content = toWorktree(content, act)
 	}
 	e.Size = uint32(len(content))
 	w.jobs <- fileJob{entry: e, content: content}
@@ -204,15 +225,30 @@ func writeNewFile(p string, e *index.Entry, content []byte) error {
 	})
 }
 
-// streamNewFile creates the file of e at p from a large blob.
-func streamNewFile(p string, e *index.Entry, blob *object.Blob) error {
+// streamNewFile creates the file of e at p from a large blob, converted
+// as act asks, and records its size in e.
+func streamNewFile(p string, e *index.Entry, blob *object.Blob, act crlfAction) error {
+	addCR := false
+	if act.outputsCRLF() {
+		var st textStats
+		if err := readBlob(blob, &st); err != nil {
+			return err
+		}
+		st.finish()
+		addCR = act.addsCR(&st)
+	}
 	r, err := blob.Reader()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	var src io.Reader = r
+	if addCR {
+		src = newLFToCRLF(r)
+	}
 	return fillNewFile(p, e, func(f *os.File) error {
-		_, err := io.Copy(f, r)
+		n, err := io.Copy(f, src)
+		e.Size = uint32(n)
 		return err
 	})
 }

@@ -52,6 +52,10 @@ type Workspace struct {
 	RemoteURL string
 	// Shallow reports a history truncated to CloneOptions.Depth.
 	Shallow bool
+	// Warnings name the attributes of checked-out files that were not
+	// applied (a filter driver such as LFS, ident, a working tree
+	// encoding): those files hold the bytes the repository stores.
+	Warnings []string
 }
 
 // Clone clones opts.URL into opts.Dir and checks out opts.Ref. The clone's
@@ -124,13 +128,14 @@ func Clone(ctx context.Context, opts CloneOptions) (ws *Workspace, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: resolve HEAD: %w", acc.url, err)
 	}
-	if err := checkoutFresh(ctx, repo, repo.Storer, opts.Dir, *head); err != nil {
+	notes, err := checkoutFresh(ctx, repo, repo.Storer, opts.Dir, *head)
+	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", acc.url, err)
 	}
 	if target == plumbing.HEAD {
 		target = ""
 	}
-	return &Workspace{Dir: opts.Dir, Base: *head, Ref: target, RemoteURL: acc.url, Shallow: shallow}, nil
+	return &Workspace{Dir: opts.Dir, Base: *head, Ref: target, RemoteURL: acc.url, Shallow: shallow, Warnings: notes}, nil
 }
 
 func listRemote(ctx context.Context, acc remoteAccess) ([]*plumbing.Reference, error) {

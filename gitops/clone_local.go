@@ -128,7 +128,7 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 		return nil, err
 	}
 	filled := fillStore(ctx, gitDir, opts.Dir, shallow, objects)
-	err = checkoutFresh(ctx, src, repo.Storer, opts.Dir, commit)
+	notes, err := checkoutFresh(ctx, src, repo.Storer, opts.Dir, commit)
 	if ferr := <-filled; ferr != nil && err == nil {
 		err = ferr
 	}
@@ -143,7 +143,7 @@ func cloneLocal(ctx context.Context, gitDir string, opts CloneOptions, url strin
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{Dir: opts.Dir, Base: commit, Ref: target, RemoteURL: url, Shallow: shallow}, nil
+	return &Workspace{Dir: opts.Dir, Base: commit, Ref: target, RemoteURL: url, Shallow: shallow, Warnings: notes}, nil
 }
 
 // fillStore gives the clone in dir its objects from the store in gitDir, on

@@ -92,6 +92,10 @@ type CommitResult struct {
 	NoChanges bool
 	// Changes lists the changed paths in path order.
 	Changes []FileChange
+	// Warnings say where the commit differs from what the workspace
+	// seems to hold: nested repositories and submodule content left out,
+	// attributes not applied (see planCommit).
+	Warnings []string
 }
 
 // CommitTree records the snapshot, a tar stream of the agent's workspace,
@@ -104,11 +108,17 @@ type CommitResult struct {
 // 100644 otherwise (git's own rule); empty directories are dropped;
 // untracked files ignored by the snapshot's .gitignore files (any depth) or
 // the repository's info/exclude are left out while tracked ones stay
-// tracked; gitlinks are kept. The agent's .git directories are never
-// imported. Not reproduced: core.excludesFile is not read; a nested
-// repository's files are recorded as ordinary files (git would record a
-// gitlink to a commit that only exists in the agent's .git); attributes
-// (eol, filters) are not applied, content is recorded byte for byte.
+// tracked; line endings are converted as the snapshot's .gitattributes
+// files and the repository's info/attributes ask (text, text=auto, eol,
+// binary), a file still as Clone checked it out keeping its base blob (see
+// normalizer); a gitlink (submodule) stays while its directory exists,
+// even empty, is deleted with its directory and changes type when a file
+// or symlink takes its place. The agent's .git directories are never
+// imported. Not reproduced, and said in CommitResult.Warnings: a nested
+// repository (an untracked directory with a .git of its own) is left out,
+// where git would record a gitlink to a commit that only exists in the
+// agent's .git; the filter, ident and working-tree-encoding attributes are
+// not applied. core.excludesFile and core.attributesFile are not read.
 //
 // Content the repository lacks is spooled to an unlinked file in
 // os.TempDir() while the stream is checked. Every call opens its own handle
@@ -169,7 +179,10 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err != nil {
 		return CommitResult{}, err
 	}
-	files := planTree(baseFiles, snap, newIgnoreRules(exclude, snap.ignoreFiles))
+	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, newIgnoreRules(exclude, snap.ignoreFiles))
+	if err != nil {
+		return CommitResult{}, err
+	}
 	changes := diffFiles(baseFiles, files)
 	if err := checkProtected(ctx, st, baseFiles, files, snap, changes, opts.Protected); err != nil {
 		return CommitResult{}, err
@@ -182,7 +195,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 		return CommitResult{}, err
 	}
 	if tree == baseCommit.TreeHash {
-		return CommitResult{Tree: tree, NoChanges: true}, nil
+		return CommitResult{Tree: tree, NoChanges: true, Warnings: warnings}, nil
 	}
 
 	when := opts.When
@@ -211,7 +224,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := setBranch(repo, ref, hash, opts.Force); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes}, nil
+	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings}, nil
 }
 
 // parseSnapshot reads the tar stream, spooling the content of blobs the

@@ -19,9 +19,13 @@ import (
 // gives in a real checkout holding the same files, and the user's
 // repository is left exactly as it was apart from the new branch.
 func TestCommitTreeMatchesGitAddAll(t *testing.T) {
-	for _, fx := range treeFixtures {
+	for _, fx := range slices.Concat(treeFixtures, attrTreeFixtures, submoduleTreeFixtures) {
 		t.Run(fx.name, func(t *testing.T) {
 			repo, base := newRepo(t, fx.base)
+			if fx.raw {
+				repo = newRawRepo(t, fx.base)
+				base = plumbing.NewHash(gitRun(t, repo, "rev-parse", "HEAD"))
+			}
 			if fx.setup != nil {
 				fx.setup(t, repo)
 				gitRun(t, repo, "commit", "-q", "-m", "setup")
@@ -29,6 +33,14 @@ func TestCommitTreeMatchesGitAddAll(t *testing.T) {
 			}
 			checkout := filepath.Join(t.TempDir(), "checkout")
 			gitRun(t, repo, "clone", "-q", "--no-local", repo, checkout)
+			cloned := statTree(t, checkout)
+			if fx.attributes != "" {
+				for _, d := range []string{repo, checkout} {
+					if err := os.WriteFile(filepath.Join(d, ".git", "info", "attributes"), []byte(fx.attributes), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			if fx.exclude != "" {
 				for _, d := range []string{repo, checkout} {
 					if err := os.WriteFile(filepath.Join(d, ".git", "info", "exclude"), []byte(fx.exclude), 0o644); err != nil {
@@ -37,6 +49,7 @@ func TestCommitTreeMatchesGitAddAll(t *testing.T) {
 				}
 			}
 			fx.change(t, checkout)
+			changedLater(t, checkout, cloned)
 			snap := tarDir(t, checkout)
 			gitRun(t, checkout, "add", "-A")
 			want := gitRun(t, checkout, "write-tree")

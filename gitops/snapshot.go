@@ -53,6 +53,7 @@ type snapEntry struct {
 	target string // symlink target
 	stored bool   // the repository already holds the blob
 	offset int64  // content position in the spool when !stored
+	cr     bool   // the content holds a CR: attributes may convert it
 }
 
 // snapshot is the parsed tar stream, keyed by clean slash-separated path
@@ -67,6 +68,10 @@ type snapshot struct {
 	// small holds the content of one small file at a time; copyBuf is the
 	// buffer of every larger copy. Both are reused from entry to entry.
 	small, copyBuf []byte
+
+	// nestedGit lists the directories holding a ".git" of their own
+	// (see noteDotGit).
+	nestedGit map[string]bool
 }
 
 // smallBlob is the size up to which a file is read into memory and written
@@ -120,6 +125,7 @@ func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known fu
 			continue
 		}
 		if inDotGit(name) {
+			s.noteDotGit(name)
 			continue
 		}
 		reason, err = s.add(tr, hdr, name, lim, known, unsafe.Total == 0)
@@ -197,7 +203,8 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		s.copyBuf = make([]byte, 32<<10)
 	}
 	h := plumbing.NewHasher(plumbing.BlobObject, e.size)
-	dst := []io.Writer{h, s.spool}
+	cr := &crSeen{}
+	dst := []io.Writer{h, s.spool, cr}
 	var ignore *bytes.Buffer
 	if path.Base(name) == ".gitignore" {
 		ignore = &bytes.Buffer{}
@@ -210,7 +217,7 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	if err != nil {
 		return fmt.Errorf("copy content: %w", err)
 	}
-	e.hash = h.Sum()
+	e.hash, e.cr = h.Sum(), cr.seen
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
 	if e.stored {
@@ -242,7 +249,7 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 		}
 		return fmt.Errorf("copy content: %w", err)
 	}
-	e.hash = plumbing.ComputeHash(plumbing.BlobObject, b)
+	e.hash, e.cr = plumbing.ComputeHash(plumbing.BlobObject, b), bytes.IndexByte(b, '\r') >= 0
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
 	if !e.stored {

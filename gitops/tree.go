@@ -48,18 +48,18 @@ func flattenTree(s storer.EncodedObjectStorer, h plumbing.Hash) (map[string]tree
 //   - a tracked path present in the snapshot as a file or symlink takes its
 //     content and mode, even when ignored; absent, it is deleted;
 //   - an untracked file or symlink is added unless ignored;
-//   - a gitlink (submodule) is kept as it is, and the snapshot's content at
-//     or below it is not imported, unless the snapshot turned one of its
-//     parent directories into a file, which removes it.
-func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules) map[string]treeEntry {
+//   - a gitlink (submodule) stays as it is while its directory exists,
+//     empty (as the clone left it) or not, and the snapshot's content
+//     below it is not imported; a gitlink whose directory is gone is
+//     deleted, one replaced by a file or a symlink changes type;
+//   - an untracked directory holding a .git of its own (nested) is left
+//     out whole (see nestedRepos).
+func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules, nested map[string]bool) map[string]treeEntry {
 	out := make(map[string]treeEntry, len(base))
-	gitlinks := make(map[string]bool)
+	gitlinks := keptGitlinks(base, snap)
 	for p, be := range base {
-		if be.mode == filemode.Submodule {
-			if !snapshotCoversParent(snap, p) {
-				out[p] = be
-				gitlinks[p] = true
-			}
+		if gitlinks[p] {
+			out[p] = be
 			continue
 		}
 		if e, ok := snap.entries[p]; ok && e.kind != kindDir {
@@ -70,7 +70,7 @@ func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules) map[st
 		if e.kind == kindDir {
 			continue
 		}
-		if _, tracked := base[p]; tracked || underGitlink(gitlinks, p) || ig.ignored(p) {
+		if _, tracked := base[p]; tracked || underAny(gitlinks, p) || underAny(nested, p) || ig.ignored(p) {
 			continue
 		}
 		out[p] = treeEntry{mode: e.mode, hash: e.hash}
@@ -78,20 +78,26 @@ func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules) map[st
 	return out
 }
 
-// snapshotCoversParent reports whether a parent directory of p is a file
-// or symlink in the snapshot.
-func snapshotCoversParent(snap *snapshot, p string) bool {
-	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
-		if e, ok := snap.entries[dir]; ok && e.kind != kindDir {
-			return true
+// keptGitlinks are the gitlinks of base whose directory the snapshot
+// still has: git keeps them, since it cannot tell an emptied or
+// uninitialised submodule from an unchanged one.
+func keptGitlinks(base map[string]treeEntry, snap *snapshot) map[string]bool {
+	kept := make(map[string]bool)
+	for p, be := range base {
+		if e, ok := snap.entries[p]; ok && be.mode == filemode.Submodule && e.kind == kindDir {
+			kept[p] = true
 		}
 	}
-	return false
+	return kept
 }
 
-func underGitlink(gitlinks map[string]bool, p string) bool {
+// underAny reports whether a parent directory of p is in dirs.
+func underAny(dirs map[string]bool, p string) bool {
+	if len(dirs) == 0 {
+		return false
+	}
 	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
-		if gitlinks[dir] {
+		if dirs[dir] {
 			return true
 		}
 	}

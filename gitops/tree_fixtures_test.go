@@ -16,6 +16,11 @@ type treeFixture struct {
 	exclude string                          // info/exclude of the user's repository
 	setup   func(t *testing.T, repo string) // extra base commit content (gitlinks)
 	change  func(t *testing.T, dir string)  // applied to the checkout
+
+	// attributes is the info/attributes of the user's repository; raw
+	// stores the base blobs byte for byte (newRawRepo).
+	attributes string
+	raw        bool
 }
 
 func remove(t *testing.T, dir string, paths ...string) {

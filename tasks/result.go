@@ -88,6 +88,11 @@ type Result struct {
 	// Questions are the questions the agent asked and that nobody answered.
 	Questions []string `json:"questions,omitempty"`
 	Summary   string   `json:"summary,omitempty"`
+
+	// Warnings say where the workspace or the commit differs from what
+	// git would have made: attributes not applied, nested repositories and
+	// submodule content left out (see gitops).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // UnmarshalJSON reads a result. Earlier versions named the task's branch

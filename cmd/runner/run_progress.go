@@ -63,4 +63,7 @@ func (g *progress) Finished(t tasks.Task, r tasks.Result) {
 		line += ": " + r.Error
 	}
 	g.say("%s", line)
+	for _, w := range r.Warnings {
+		g.say("! %s: %s", t.ID, w)
+	}
 }

@@ -151,6 +151,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 		return
 	}
 	w.res.Base = w.clone.Base.String()
+	w.res.Warnings = append(w.res.Warnings, w.clone.Warnings...)
 	w.repoPath = t.Repo
 	if tasks.IsRemote(t.Repo) {
 		w.repoPath = dir
@@ -312,6 +313,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 		w.fail(w.statusOf(ctx, tasks.StatusError), fmt.Errorf("commit: %w", err))
 		return
 	}
+	w.res.Warnings = append(w.res.Warnings, cr.Warnings...)
 	if cr.NoChanges {
 		return
 	}
