@@ -200,10 +200,7 @@ func TestTaskFileKinds(t *testing.T) {
 		}
 	}
 
-	fifo := filepath.Join(t.TempDir(), "q.yaml")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fifo := newFIFO(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopped := errors.New("stopped by the test")
 	done := make(chan error, 1)
@@ -217,7 +214,10 @@ func TestTaskFileKinds(t *testing.T) {
 	}
 
 	// With a writer, the FIFO is read to its end; a writer that stalls
-	// is given up on when ctx ends.
+	// is given up on when ctx ends. Each part has a FIFO of its own: the
+	// open that the cancelled Load abandoned above still waits on the
+	// first one, and a writer would wake it too.
+	fifo = newFIFO(t)
 	go func() {
 		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 		if err == nil {
@@ -229,6 +229,7 @@ func TestTaskFileKinds(t *testing.T) {
 	if err != nil || len(q.Tasks) != 1 {
 		t.Fatalf("Load of a FIFO: %v", err)
 	}
+	fifo = newFIFO(t)
 	ctx, cancel = context.WithCancelCause(context.Background())
 	writing := make(chan *os.File, 1)
 	go func() {
@@ -248,4 +249,14 @@ func TestTaskFileKinds(t *testing.T) {
 	if err := <-done; !errors.Is(err, stopped) {
 		t.Errorf("Load of a stalled FIFO, cancelled: %v, want the cause", err)
 	}
+}
+
+// newFIFO makes a FIFO named like a task file in a directory of its own.
+func newFIFO(t *testing.T) string {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "q.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fifo
 }
