@@ -25,6 +25,7 @@ func TestCPUSpinEndedByTaskDeadline(t *testing.T) {
 tasks: [{id: spin, repo: %s, prompt: "Spin.", image: %s, timeout: 8s}]
 `, repo, dockertest.Busybox(t)))
 	out := filepath.Join(t.TempDir(), "out")
+	runnerBinary(t) // built first: the bound is on the run, not on the build
 	begin := time.Now()
 	res, pid := runRunner(t, srv, "run", file, "--out", out)
 	if took := time.Since(begin); took > 60*time.Second {
