@@ -139,6 +139,13 @@ func (b *Board) Lines(now time.Time, width, height int, color bool) []string {
 	}
 	var lines []string
 	room := max(height-2, 1) // the totals line, and one row spare for the cursor
+	// The id column is as wide as the longest id, within what the width
+	// leaves to it beside the phase, the spend and the clock (37 columns).
+	idWidth := 8
+	for _, t := range b.running {
+		idWidth = max(idWidth, len(termsafe.Escape(t.ID)))
+	}
+	idWidth = max(min(idWidth, 24, width-1-37), 8)
 	for i, t := range b.running {
 		if i == room-1 && len(b.running) > room {
 			lines = append(lines, fit(fmt.Sprintf("  … and %d more running", len(b.running)-i), width))
@@ -153,13 +160,16 @@ func (b *Board) Lines(now time.Time, width, height int, color bool) []string {
 			spend += fmt.Sprintf(" of $%.2f", t.BudgetUSD)
 		}
 		id := termsafe.Escape(t.ID)
-		line := fmt.Sprintf("  %-24s %-12s %-20s %s", id, phase, spend, clock(now.Sub(t.Since)))
+		if len(id) > idWidth {
+			id = id[:idWidth-1] + "…" // escaped ids are ASCII
+		}
+		line := fmt.Sprintf("  %-*s %-10s %-17s %s", idWidth, id, phase, spend, clock(now.Sub(t.Since)))
 		if fitted := fit(line, width); fitted != line || !color {
 			lines = append(lines, fitted)
 			continue
 		}
-		pad := strings.Repeat(" ", max(12-len(phase), 0))
-		lines = append(lines, fmt.Sprintf("  %-24s %s%s %-20s %s", id, paint(cyan, phase), pad, spend, clock(now.Sub(t.Since))))
+		pad := strings.Repeat(" ", max(10-len(phase), 0))
+		lines = append(lines, fmt.Sprintf("  %-*s %s%s %-17s %s", idWidth, id, paint(cyan, phase), pad, spend, clock(now.Sub(t.Since))))
 	}
 	done := b.succeeded + b.failed
 	queued := max(b.total-done-b.skipped-len(b.running), 0)

@@ -37,32 +37,32 @@ func TestBoardLines(t *testing.T) {
 		want          []string
 	}{
 		{"wide", 100, 40, false, []string{
-			"  fix-the-very-long-named-task step 12      $0.1234 of $0.50     0:40",
-			"  fourth                   cloning      $0.0000 of $0.50     0:39",
-			"  fifth                    check        $0.0000 of $0.50     0:38",
+			"  fix-the-very-long-named… step 12    $0.1234 of $0.50  0:40",
+			"  fourth                   cloning    $0.0000 of $0.50  0:39",
+			"  fifth                    check      $0.0000 of $0.50  0:38",
 			"1 done · 1 failed · 3 running · 5 queued · $1.5000 of $20.00",
 		}},
 		{"narrow", 30, 40, false, []string{
-			"  fix-the-very-long-named-ta…",
-			"  fourth                   c…",
-			"  fifth                    c…",
+			"  fix-the… step 12    $0.123…",
+			"  fourth   cloning    $0.000…",
+			"  fifth    check      $0.000…",
 			"1 done · 1 failed · 3 runnin…",
 		}},
 		{"short", 100, 4, false, []string{
-			"  fix-the-very-long-named-task step 12      $0.1234 of $0.50     0:40",
+			"  fix-the-very-long-named… step 12    $0.1234 of $0.50  0:40",
 			"  … and 2 more running",
 			"1 done · 1 failed · 3 running · 5 queued · $1.5000 of $20.00",
 		}},
 		{"colour", 100, 40, true, []string{
-			"  fix-the-very-long-named-task \x1b[36mstep 12\x1b[0m      $0.1234 of $0.50     0:40",
-			"  fourth                   \x1b[36mcloning\x1b[0m      $0.0000 of $0.50     0:39",
-			"  fifth                    \x1b[36mcheck\x1b[0m        $0.0000 of $0.50     0:38",
+			"  fix-the-very-long-named… \x1b[36mstep 12\x1b[0m    $0.1234 of $0.50  0:40",
+			"  fourth                   \x1b[36mcloning\x1b[0m    $0.0000 of $0.50  0:39",
+			"  fifth                    \x1b[36mcheck\x1b[0m      $0.0000 of $0.50  0:38",
 			"\x1b[32m1 done\x1b[0m · \x1b[31m1 failed\x1b[0m · 3 running · 5 queued · $1.5000 of $20.00",
 		}},
 		{"colour, narrow: cut lines lose their colour", 30, 40, true, []string{
-			"  fix-the-very-long-named-ta…",
-			"  fourth                   c…",
-			"  fifth                    c…",
+			"  fix-the… step 12    $0.123…",
+			"  fourth   cloning    $0.000…",
+			"  fifth    check      $0.000…",
 			"1 done · 1 failed · 3 runnin…",
 		}},
 	}

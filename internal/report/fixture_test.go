@@ -91,7 +91,7 @@ func fixtureOut(t *testing.T) (out, commit string) {
 		{Time: at(0), Type: agent.EventMessage, Message: &agent.WireMessage{Role: "system", Content: "system prompt"}},
 		{Time: at(0), Type: agent.EventMessage, Message: &agent.WireMessage{Role: "user", Content: "Your task:\n\n" + hostilePrompt}},
 		{Time: at(1), Type: agent.EventRequest, Step: 1, ReservedUSD: 0.01},
-		{Time: at(2), Type: agent.EventRetry, Step: 1, Attempt: 1, WaitMS: 1000, Error: "500 <i>Internal</i>"},
+		{Time: at(2), Type: agent.EventRetry, Attempt: 1, WaitMS: 1000, Error: "500 <i>Internal</i>"},
 		{Time: at(4), Type: agent.EventResponse, Step: 1, Usage: usage, CostUSD: 0.004, LatencyMS: 3000, FinishReason: "tool_calls",
 			Message: &agent.WireMessage{Role: "assistant", Content: "Let me look.", ToolCalls: []agent.WireToolCall{
 				{ID: "c1", Name: "run_command", Arguments: hostileArgs}, {ID: "c2", Name: "run_command", Arguments: `{"command":"git push"}`}}}},

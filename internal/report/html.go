@@ -52,9 +52,10 @@ var (
 )
 
 var funcs = template.FuncMap{
-	"usd": func(v float64) string { return fmt.Sprintf("$%.4f", v) },
-	"num": formatNum,
-	"pct": func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
+	"usd":    func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+	"budget": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
+	"num":    formatNum,
+	"pct":    func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
 	"dur": func(v any) string {
 		switch d := v.(type) {
 		case time.Duration:

@@ -269,6 +269,9 @@ func (tl *Timeline) add(e agent.Event) {
 			tl.Refusals++
 		}
 	case agent.EventRetry:
+		if e.Step == 0 { // the model's retries do not know the step: it is the one under way
+			e.Step = tl.lastStep()
+		}
 		tl.Entries = append(tl.Entries, Entry{Kind: KindRetry, Time: e.Time, Step: e.Step, Attempt: e.Attempt,
 			Wait: time.Duration(e.WaitMS) * time.Millisecond, Error: e.Error})
 		tl.Retries++
@@ -297,6 +300,16 @@ func (tl *Timeline) step(n int) *Entry {
 		}
 	}
 	return nil
+}
+
+// lastStep is the number of the latest model call.
+func (tl *Timeline) lastStep() int {
+	for i := len(tl.Entries) - 1; i >= 0; i-- {
+		if tl.Entries[i].Kind == KindStep {
+			return tl.Entries[i].Step
+		}
+	}
+	return 0
 }
 
 // call returns the call a tool result answers: the latest step's call
