@@ -153,13 +153,14 @@ func Load(dir string, live map[string]Live) (*Run, error) {
 			}
 		}
 	}
+	complete := bytes.Count(data, []byte("\n")) // lines ended by a newline
 	for n, line := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var r tasks.Result
 		if err := json.Unmarshal(line, &r); err != nil || tasks.CheckID(r.ID) != nil {
-			if n < bytes.Count(data, []byte("\n")) { // not the line being written
+			if n < complete { // not the line being written
 				run.Warnings = append(run.Warnings, fmt.Sprintf("%s: line %d cannot be read; left out", tasks.ResultsFile, n+1))
 			}
 			continue
