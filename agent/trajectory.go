@@ -122,10 +122,11 @@ func (w *WireMessage) Message() Message {
 // escapes (termsafe.JSON), so that `tail -f` of a trajectory is safe. It is
 // safe for concurrent use; a nil *Trajectory records nothing.
 type Trajectory struct {
-	mu     sync.Mutex
-	w      io.Writer
-	redact *redact.Redactor
-	err    error
+	mu      sync.Mutex
+	w       io.Writer
+	redact  *redact.Redactor
+	err     error
+	observe func(Event)
 }
 
 // NewTrajectory writes to w, hiding the given secret values and anything
@@ -150,10 +151,26 @@ func (t *Trajectory) Record(e Event) {
 	line = termsafe.JSON(t.redactLine(line))
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.observe != nil {
+		t.observe(e)
+	}
 	if t.err != nil {
 		return
 	}
 	_, t.err = t.w.Write(line)
+}
+
+// Observe makes f hear every event recorded from now on, in order, also
+// after a write error. f gets the event as recorded, before redaction: it
+// must not pass its texts on. f runs while Record holds the trajectory's
+// lock, so it must be quick and must not record.
+func (t *Trajectory) Observe(f func(Event)) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observe = f
 }
 
 // encodeLine writes v as one line of JSON, without HTML escaping so that a

@@ -83,6 +83,8 @@ func subcommands(d *deps) []*cobra.Command {
 		newRunCmd(d, nil),
 		newExecCmd(d, nil),
 		newValidateCmd(d, nil),
+		newReportCmd(d, nil),
+		newShowCmd(d, nil),
 		newImageCmd(d),
 		newCleanupCmd(d, nil),
 		newRollbackCmd(d, nil),

@@ -21,6 +21,7 @@ type runOptions struct {
 	concurrency int
 	force       bool
 	runBudget   float64
+	events      bool
 	model       modelFlags
 	policy      policyFlags
 	defaults    batch.Defaults
@@ -33,9 +34,15 @@ sandbox container with the clone in /workspace, lets the agent work there,
 runs the task's check, and commits the result on a new branch (agent/<id> by
 default). Your branch, index and worktree are never touched.
 
-The out directory holds results.jsonl (one line per task) and
-trajectories/ (one JSON Lines file per attempt). Running again with the same
-out directory resumes: finished tasks are skipped, interrupted ones run again.
+The out directory holds results.jsonl (one line per task), trajectories/
+(one JSON Lines file per attempt) and report/index.html, an HTML report kept
+up to date as tasks end. Running again with the same out directory resumes:
+finished tasks are skipped, interrupted ones run again.
+
+Progress goes to stderr: a live board when it is a terminal, one line per
+task otherwise. With --events, stdout carries one JSON object per event
+(task started, phase changed, step done, task finished...) instead of the
+summary table.
 
 Exit code 0 when every task succeeded, 1 when one did not, 2 for a usage or
 configuration error (nothing ran), 130 when interrupted.`
@@ -62,6 +69,7 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 	f.IntVarP(&opts.concurrency, "concurrency", "j", 1, "how many tasks run at once")
 	f.BoolVar(&opts.force, "force", false, "overwrite task branches that already exist")
 	f.Float64Var(&opts.runBudget, "run-budget", 0, "USD cap for the whole run, shared by all tasks (0: none)")
+	f.BoolVar(&opts.events, "events", false, "write one JSON object per event on stdout, for CI systems (not with --json)")
 	addTaskDefaultFlags(cmd, &opts.defaults)
 	opts.model.register(cmd)
 	opts.policy.register(cmd)
@@ -99,6 +107,9 @@ func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error 
 // progress and the summary, and turns the outcome into an exit code.
 func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task,
 	ask func(context.Context, string) (string, error)) error {
+	if opts.events && d.globals.json {
+		return cli.Usagef("--events and --json both write to stdout; choose one")
+	}
 	prices, err := opts.model.prices()
 	if err != nil {
 		return err
@@ -136,7 +147,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		return err
 	}
 	noteLeftovers(ctx, d, opts.out)
-	progress := newProgress(d.printer, d.globals.json)
+	progress, finish := d.startProgress(opts, runID, queue, ask != nil)
 	endpoint, err := opts.model.endpoint(opts.concurrency, progress.Endpoint)
 	if err != nil {
 		return err
@@ -157,6 +168,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		Ask:          ask,
 		Progress:     progress,
 	})
+	progress.stop()
 	// Whatever happened, no sandbox of this run outlives it.
 	if _, cerr := e.RemoveRun(context.WithoutCancel(ctx), runID); cerr != nil {
 		d.printer.Warn("removing the run's sandboxes: %v", cerr)
@@ -164,15 +176,18 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		d.printer.Warn("%v", err)
 	}
 	onForcedExit(ctx, nil)
+	index := finish(context.WithoutCancel(ctx), sum, err)
 	if err != nil {
 		return configErr(err)
 	}
-	if d.globals.json {
+	switch {
+	case opts.events:
+	case d.globals.json:
 		if err := d.printer.JSON(sum); err != nil {
 			return err
 		}
-	} else {
-		printSummary(d.printer, sum, opts.out)
+	default:
+		printSummary(d.printer, sum, opts.out, index)
 	}
 	switch {
 	case len(sum.Unrecorded) > 0:
@@ -195,7 +210,7 @@ func configErr(err error) error {
 }
 
 // printSummary prints one line per task and the run's totals.
-func printSummary(p *cli.Printer, sum batch.Summary, out string) {
+func printSummary(p *cli.Printer, sum batch.Summary, out, index string) {
 	p.Heading("%-24s %-16s %9s %7s %10s  %s", "TASK", "STATUS", "COST", "STEPS", "TIME", "BRANCH")
 	for _, r := range sum.Results {
 		branch := r.Branch
@@ -214,6 +229,9 @@ func printSummary(p *cli.Printer, sum batch.Summary, out string) {
 	p.Line("spent $%.4f in %d model call(s): %d tokens in (%d cached), %d out", s.SpentUSD, s.Calls,
 		s.PromptTokens, s.CachedTokens, s.CompletionTokens)
 	p.Line("results: %s/results.jsonl", strings.TrimSuffix(out, "/"))
+	if index != "" {
+		p.Line("report: %s", index)
+	}
 }
 
 func clip(s string, n int) string {

@@ -92,7 +92,8 @@ type Deps struct {
 	Endpoint *agent.Endpoint
 }
 
-// Progress is told about the tasks of a run as they go.
+// Progress is told about the tasks of a run as they go. One that also
+// implements PhaseProgress follows each running task step by step.
 type Progress interface {
 	Skipped(t tasks.Task, previous tasks.Result)
 	Started(t tasks.Task, attempt int)

@@ -122,6 +122,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	defer trajFile.Close()
 	w.traj = agent.NewTrajectory(trajFile, w.deps.Secrets...)
+	w.watchSteps(meter, run)
 	defer func() {
 		if err := w.traj.Err(); err != nil {
 			w.res.Error = strings.TrimPrefix(w.res.Error+"; the trajectory is incomplete: "+err.Error(), "; ")
@@ -145,6 +146,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 		return
 	}
 	defer os.RemoveAll(dir)
+	w.phase(PhaseCloning)
 	w.clone, err = gitops.Clone(ctx, gitops.CloneOptions{URL: t.Repo, Ref: t.Ref, Dir: dir, Depth: 1, Auth: w.deps.GitAuth})
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusError), fmt.Errorf("clone: %w", err))
@@ -157,6 +159,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 		w.repoPath = dir
 	}
 
+	w.phase(PhaseSandbox)
 	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
 		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
@@ -267,6 +270,7 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 
 // check runs the task's check command in the sandbox.
 func (w *work) check(ctx context.Context) (passed bool, feedback string, err error) {
+	w.phase(PhaseCheck)
 	res, err := w.sb.Exec(ctx, w.task.Check, sandbox.ExecOptions{Timeout: w.task.CheckTimeout, MaxOutput: 16 << 10})
 	if err != nil {
 		return false, "", err
@@ -289,6 +293,7 @@ func (w *work) check(ctx context.Context) (passed bool, feedback string, err err
 // then pushes it if the task asks.
 func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	t := w.task
+	w.phase(PhaseCommitting)
 	snap, err := w.sb.Snapshot(ctx)
 	if err != nil && w.res.Status == tasks.StatusSandboxError {
 		w.res.Error += "; nothing committed: the workspace could not be copied out: " + err.Error()
@@ -319,6 +324,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	}
 	w.res.Branch, w.res.Commit = t.Branch, cr.Hash.String()
 	if t.ShouldPush(w.res.Status == tasks.StatusSucceeded) {
+		w.phase(PhasePushing)
 		err := gitops.Push(ctx, w.repoPath, gitops.RemoteSpec{URL: t.Repo, Auth: w.deps.GitAuth}, t.Branch, w.opt.Force)
 		if err != nil {
 			w.res.Error = strings.TrimSpace(w.res.Error + "; push: " + err.Error())
