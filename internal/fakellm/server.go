@@ -7,6 +7,11 @@
 // turns were scripted, or when scripted turns are never used. A malformed
 // request is answered 400, as a real server would, without using a turn.
 //
+// A Mode adds one provider's rules (DeepSeek's reasoning_content, Gemini's
+// thought signatures, Mistral's and Groq's strict schemas...) and answers a
+// request that breaks them as that provider does; Recordings replays
+// replies recorded from real services (recordings/README.md lists them).
+//
 //	llm := fakellm.New(t,
 //		fakellm.ToolCall("bash", `{"command":"go test ./..."}`),
 //		fakellm.RateLimited("2"),
@@ -42,6 +47,10 @@ type Server struct {
 	repeat   *Turn
 	requests []Request
 	reported bool
+	mode     Mode
+	modes    map[string]Mode
+	refusals []Refusal
+	issued   issued
 }
 
 // New starts a server on 127.0.0.1 that plays turns in order. It is shut
@@ -124,7 +133,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "", "invalid JSON body"))
 		return
 	}
-	problems := Validate(req)
+	mode := s.modeOf(req.Model)
+	problems := validate(req, mode)
 	if req.Stream {
 		problems = append(problems, fmt.Errorf("stream is set; fakellm answers non-streaming requests only"))
 	}
@@ -136,6 +146,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusBadRequest, nil,
 			errorBody("invalid_request_error", "", strings.Join(texts, "; ")))
+		return
+	}
+
+	if r := s.issued.check(mode, req); r != nil {
+		s.mu.Lock()
+		s.refusals = append(s.refusals, Refusal{Request: n, Mode: mode, Status: r.status, Body: r.body})
+		s.mu.Unlock()
+		writeJSON(w, r.status, nil, r.body)
 		return
 	}
 
@@ -181,7 +199,11 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, req Request, t Tur
 			s.t.Errorf("fakellm: encode reply: %v", err)
 			return
 		}
+		s.issued.note(b)
 		answer(w, t, http.StatusOK, string(b))
+	case kindRecorded:
+		s.issued.note([]byte(t.body))
+		answer(w, t, http.StatusOK, t.body)
 	case kindStatus:
 		answer(w, t, t.status, t.body)
 	case kindGarbage:
