@@ -174,10 +174,12 @@ func (is *issued) check(m Mode, req Request) *refusal {
 	return nil
 }
 
-// allowsBothCaps reports whether m accepts max_tokens and
-// max_completion_tokens together.
+// allowsBothCaps reports whether Validate's rule against max_tokens and
+// max_completion_tokens together (OpenAI's) is left to mode m's own rules:
+// servers that read whichever of the two they know take both, and Mistral
+// answers the one it does not know.
 func allowsBothCaps(m Mode) bool {
-	return m == ModeOllama || m == ModeVLLM
+	return m != ModeDefault && m != ModeOpenAI
 }
 
 // The fields each role may carry on the strict servers.

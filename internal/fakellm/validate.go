@@ -12,8 +12,9 @@ import (
 // calls, tool calls without tools offered. A well-formed request yields nil.
 func Validate(req Request) []error { return validate(req, ModeDefault) }
 
-// validate is Validate under mode m: the servers that read whichever of
-// max_tokens and max_completion_tokens they know accept both.
+// validate is Validate under mode m: OpenAI's rule against sending both
+// max_tokens and max_completion_tokens holds only for OpenAI (and without
+// a mode); other providers apply their own.
 func validate(req Request, m Mode) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
