@@ -177,7 +177,7 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 	a.steps++
 	a.cfg.Trajectory.Record(Event{
 		Type: EventRequest, Step: a.steps, Messages: len(msgs), PromptBound: bound,
-		MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: purpose,
+		MaxCompletionTokens: min(res.CompletionTokens(), maxCompletion), ReservedUSD: res.Amount().USD(), Purpose: purpose,
 	})
 	pay := &attempts{a: a, res: res, bound: bound, maxCompletion: maxCompletion, purpose: purpose}
 	defer pay.abandon()
@@ -268,7 +268,7 @@ func (p *attempts) Begin() (int64, error) {
 		p.res = res
 		p.a.cfg.Trajectory.Record(Event{
 			Type: EventRequest, Step: p.a.steps, Attempt: p.n, PromptBound: p.bound,
-			MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: p.purpose,
+			MaxCompletionTokens: min(res.CompletionTokens(), p.maxCompletion), ReservedUSD: res.Amount().USD(), Purpose: p.purpose,
 		})
 	}
 	return min(p.res.CompletionTokens(), p.maxCompletion), nil

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -240,4 +241,62 @@ func TestCompactionKeepsReasoningWithItsCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// For a provider that does not keep to the reply limit (Ollama), the limit
+// is still sent, but each call reserves a reply as long as the context
+// window, all or nothing; a reply past even that is an overrun.
+func TestCapIgnoringProviderReservesTheWindow(t *testing.T) {
+	const window = 20000
+	t.Run("reserved", func(t *testing.T) {
+		srv := fakellm.New(t, fakellm.Text("done").WithUsage(300, 5000, 0))
+		srv.SetMode(fakellm.ModeOllama)
+		m := providerModel(t, srv, provider.Ollama, &Adaptations{}, &adaptLog{})
+		var traj strings.Builder
+		a := New(m, newMemSandbox(nil), Task{ID: "t", Prompt: "Go."}, Config{Model: "m", Price: fixturePrice,
+			ContextWindow: window, MaxCompletionTokens: 1000, Trajectory: NewTrajectory(&traj, testKey)})
+		if out := a.Run(context.Background()); out.Status != StatusCompleted {
+			t.Fatalf("outcome = %+v", out)
+		}
+		r := srv.Requests()[0]
+		if r.MaxTokens == nil || *r.MaxTokens != 1000 || r.MaxCompletionTokens == nil || *r.MaxCompletionTokens != 1000 {
+			t.Errorf("limits sent: max_tokens %v, max_completion_tokens %v; want 1000 in both", r.MaxTokens, r.MaxCompletionTokens)
+		}
+		for _, line := range strings.Split(traj.String(), "\n") {
+			if strings.Contains(line, `"type":"request"`) {
+				var e struct {
+					PromptBound int64   `json:"prompt_bound"`
+					Reserved    float64 `json:"reserved_usd"`
+				}
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatal(err)
+				}
+				if want := fixturePrice.Bound(e.PromptBound, window).USD(); e.Reserved != want {
+					t.Errorf("reserved $%v, want $%v: the prompt bound and a whole window of reply", e.Reserved, want)
+				}
+			}
+		}
+	})
+	t.Run("budget too small for the window", func(t *testing.T) {
+		srv := fakellm.New(t)
+		m := providerModel(t, srv, provider.Ollama, &Adaptations{}, &adaptLog{})
+		meter, _ := budget.NewMeter(0.25, nil) // a window of reply costs $0.30
+		a := New(m, newMemSandbox(nil), Task{ID: "t", Prompt: "Go."}, Config{Model: "m", Price: fixturePrice, Meter: meter,
+			ContextWindow: window, MaxCompletionTokens: 1000})
+		if out := a.Run(context.Background()); out.Status != StatusBudgetExhausted || out.Steps != 0 {
+			t.Errorf("outcome = %+v, want budget_exhausted before any call", out)
+		}
+	})
+	t.Run("past the window", func(t *testing.T) {
+		srv := fakellm.New(t, fakellm.Text("done").WithUsage(300, window+1, 0))
+		srv.SetMode(fakellm.ModeOllama)
+		m := providerModel(t, srv, provider.Ollama, &Adaptations{}, &adaptLog{})
+		meter, _ := budget.NewMeter(5, nil)
+		a := New(m, newMemSandbox(nil), Task{ID: "t", Prompt: "Go."}, Config{Model: "m", Price: fixturePrice, Meter: meter,
+			ContextWindow: window, MaxCompletionTokens: 1000})
+		out := a.Run(context.Background())
+		if out.Status != StatusBudgetExhausted || meter.Totals().Overrun == 0 {
+			t.Errorf("outcome = %+v, overrun %s; want budget_exhausted with the overrun recorded", out, meter.Totals().Overrun)
+		}
+	})
 }
