@@ -179,7 +179,8 @@ func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, max
 		return nil, 0, fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	}
 	bound := a.promptBound(msgs, tools)
-	res, err := a.cfg.Meter.Reserve(a.cfg.Price, bound, maxCompletion, a.cfg.MinCompletionTokens)
+	most, least := a.completionReserve(maxCompletion)
+	res, err := a.cfg.Meter.Reserve(a.cfg.Price, bound, most, least)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -200,13 +201,14 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 	a.steps++
 	a.cfg.Trajectory.Record(Event{
 		Type: EventRequest, Step: a.steps, Messages: len(msgs), PromptBound: bound,
-		MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: purpose,
+		MaxCompletionTokens: min(res.CompletionTokens(), maxCompletion), ReservedUSD: res.Amount().USD(), Purpose: purpose,
 	})
 	pay := &attempts{a: a, res: res, bound: bound, maxCompletion: maxCompletion, purpose: purpose}
 	defer pay.abandon()
 	begin := a.cfg.Now()
 	resp, err := a.model.Complete(ctx, Request{
-		Model: a.cfg.Model, Messages: msgs, Tools: tools, MaxCompletionTokens: res.CompletionTokens(), Attempts: pay,
+		Model: a.cfg.Model, Messages: msgs, Tools: tools, MaxCompletionTokens: min(res.CompletionTokens(), maxCompletion),
+		Attempts: pay,
 	})
 	if err != nil {
 		if pay.res != nil {
@@ -240,16 +242,21 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		}
 		overrun = res.Commit(charged)
 	}
+	generated := assignCallIDs(a.history, &resp.Message, a.steps)
 	ev := Event{
 		Type: EventResponse, Step: a.steps, Message: wireMessage(resp.Message), FinishReason: resp.FinishReason,
 		Usage: &resp.Usage, UsageEstimated: resp.UsageEstimated, ChargedAtBound: resp.UsageEstimated,
 		CostUSD: cost.USD(), Model: resp.Model, LatencyMS: a.cfg.Now().Sub(begin).Milliseconds(), Purpose: purpose,
+		GeneratedCallIDs: generated,
 	}
 	if pay.n > 1 {
 		ev.Attempt = pay.n
 	}
 	if overrun != nil {
-		ev.Error, ev.OverrunUSD = overrun.Error(), (cost - res.Amount()).USD()
+		ev.Error = overrun.Error()
+		if over := (*budget.OverrunError)(nil); errors.As(overrun, &over) {
+			ev.OverrunUSD = over.Excess.USD()
+		}
 		a.cfg.Trajectory.Record(ev)
 		return Response{}, fmt.Errorf("%w: the model API reported more usage than the call's bound, so no further call is made: %w",
 			budget.ErrExhausted, overrun)
@@ -277,17 +284,18 @@ type attempts struct {
 func (p *attempts) Begin() (int64, error) {
 	p.n++
 	if p.res == nil {
-		res, err := p.a.cfg.Meter.Reserve(p.a.cfg.Price, p.bound, p.maxCompletion, p.a.cfg.MinCompletionTokens)
+		most, least := p.a.completionReserve(p.maxCompletion)
+		res, err := p.a.cfg.Meter.Reserve(p.a.cfg.Price, p.bound, most, least)
 		if err != nil {
 			return 0, fmt.Errorf("attempt %d: %w", p.n, err)
 		}
 		p.res = res
 		p.a.cfg.Trajectory.Record(Event{
 			Type: EventRequest, Step: p.a.steps, Attempt: p.n, PromptBound: p.bound,
-			MaxCompletionTokens: res.CompletionTokens(), ReservedUSD: res.Amount().USD(), Purpose: p.purpose,
+			MaxCompletionTokens: min(res.CompletionTokens(), p.maxCompletion), ReservedUSD: res.Amount().USD(), Purpose: p.purpose,
 		})
 	}
-	return p.res.CompletionTokens(), nil
+	return min(p.res.CompletionTokens(), p.maxCompletion), nil
 }
 
 // Failed implements AttemptBudget: it settles the failed attempt and
@@ -321,6 +329,22 @@ func (p *attempts) settle(err error) (cost budget.Nanodollars, atBound bool) {
 	}
 	res.Release()
 	return 0, false
+}
+
+// completionReserve is the range of completion tokens a call's reservation
+// may grant: the limit asked for, lowered to what the budget can pay down to
+// the least worth calling for. For a model whose server does not keep to the
+// limit it is sent (see CapKeeper), the limit is still sent, but the
+// reservation covers a reply as long as the whole context window, and
+// nothing less: a reply cannot be longer than the window unless the server
+// shifts its context, and a reply longer than the reservation is an
+// overrun that ends the run.
+func (a *Agent) completionReserve(asked int64) (most, least int64) {
+	if k, ok := a.model.(CapKeeper); ok && !k.KeepsCompletionCap() {
+		w := max(a.cfg.ContextWindow, asked)
+		return w, w
+	}
+	return asked, a.cfg.MinCompletionTokens
 }
 
 // promptBound bounds the prompt tokens of a request: the exact count last

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,21 @@ type Message struct {
 	// name on a tool message (kept for the trajectory; the wire format of
 	// tool messages has no name).
 	Name string
+	// Reasoning is the reasoning text an assistant message came with, as
+	// the server sent it, and ReasoningField the response field it came in
+	// ("reasoning_content", "reasoning"); ReasoningField is empty when the
+	// reasoning came inside the content (Mistral's thinking chunks) and has
+	// no field of its own to go back in. ReasoningDetails is the raw
+	// reasoning_details array (OpenRouter), kept byte for byte. Providers
+	// that need them on the next request get them back exactly as received
+	// (see internal/provider).
+	Reasoning        string
+	ReasoningField   string
+	ReasoningDetails json.RawMessage
+	// Extra is the message's own extra_content as the server sent it
+	// (Gemini 2.5 puts its thought signature there rather than on the
+	// calls), kept byte for byte to be sent back.
+	Extra json.RawMessage
 }
 
 // ToolCall is one function call requested by the model.
@@ -63,7 +79,12 @@ type ToolCall struct {
 	Name string
 	// Arguments is the raw JSON text as sent by the model. It is not
 	// validated: a reply cut off by FinishLength may hold a truncated string.
+	// A server that sent the arguments as a JSON object rather than a string
+	// gets the object's text.
 	Arguments string
+	// Extra is the call's extra_content as the server sent it (Gemini puts
+	// its thought signature there), kept byte for byte to be sent back.
+	Extra json.RawMessage
 }
 
 // ToolSpec describes a function the model may call.
@@ -101,6 +122,15 @@ type AttemptBudget interface {
 	// Failed is called after an attempt failed, with its error, before
 	// Complete retries or returns.
 	Failed(err error)
+}
+
+// CapKeeper is implemented by a Model that knows whether its server keeps
+// to the completion limit a request sets. A Model that does not implement
+// it is taken to keep to it.
+type CapKeeper interface {
+	// KeepsCompletionCap reports whether replies stay within the
+	// completion limit sent with the request.
+	KeepsCompletionCap() bool
 }
 
 // Usage counts the tokens of one completion as the server bills them.
@@ -152,9 +182,11 @@ var (
 // the server's error code say so.
 type ModelError struct {
 	StatusCode int
-	// Type and Code are the server's error.type and error.code, if any.
-	Type string
-	Code string
+	// Type, Code and Param are the server's error.type, error.code and
+	// error.param (the request field it objects to), if any.
+	Type  string
+	Code  string
+	Param string
 	// Message is the server's error.message (or the start of a body that
 	// is not an error object), with anything resembling an API key removed.
 	Message string
@@ -165,6 +197,9 @@ type ModelError struct {
 	HasRetryAfter bool
 
 	kind error
+	// body is the start of the error body (redacted), which names the
+	// request field a refusal is about more reliably than the message.
+	body string
 }
 
 // Error returns "model API: <status> <text>[ (<code>)]: <message>".
@@ -210,14 +245,25 @@ func refusalKind(e *ModelError) error {
 }
 
 // parseErrorBody reads the server's explanation from an error body: the
-// OpenAI form {"error":{"message","type","code"}}, the looser forms some
-// compatible servers send ({"error":"..."}, {"message":"..."}), or else the
-// start of the body as text.
+// OpenAI form {"error":{"message","type","code","param"}}, the same wrapped
+// in an array (Gemini), and the looser forms compatible servers send
+// ({"error":"..."}, {"message":"..."}, {"detail":"..."}, and the
+// validation errors of Python servers, {"detail":[{"loc","msg"}]}, also
+// under "message" as Mistral sends them), or else the start of the body
+// as text.
 func parseErrorBody(body []byte) *ModelError {
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(trimmed, &list) == nil && len(list) > 0 {
+			body = list[0]
+		}
+	}
 	var env struct {
 		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  string          `json:"detail"`
+		Message json.RawMessage `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+		Type    string          `json:"type"`
+		Code    any             `json:"code"`
 	}
 	if json.Unmarshal(body, &env) != nil {
 		return &ModelError{Message: excerpt(body)}
@@ -226,11 +272,15 @@ func parseErrorBody(body []byte) *ModelError {
 		Message string `json:"message"`
 		Type    string `json:"type"`
 		Code    any    `json:"code"`
+		Param   any    `json:"param"`
 	}
 	if json.Unmarshal(env.Error, &obj) == nil && (obj.Message != "" || obj.Type != "" || obj.Code != nil) {
 		e := &ModelError{Message: obj.Message, Type: obj.Type}
 		if obj.Code != nil {
 			e.Code = fmt.Sprint(obj.Code)
+		}
+		if s, ok := obj.Param.(string); ok {
+			e.Param = s
 		}
 		return e
 	}
@@ -238,12 +288,51 @@ func parseErrorBody(body []byte) *ModelError {
 	if json.Unmarshal(env.Error, &text) == nil && text != "" {
 		return &ModelError{Message: text}
 	}
-	for _, s := range []string{env.Message, env.Detail} {
-		if s != "" {
-			return &ModelError{Message: s}
+	for _, raw := range []json.RawMessage{env.Message, env.Detail} {
+		if s := detailText(raw); s != "" {
+			e := &ModelError{Message: s, Type: env.Type}
+			if c, ok := env.Code.(string); ok {
+				e.Code = c
+			}
+			return e
 		}
 	}
 	return &ModelError{Message: excerpt(body)}
+}
+
+// detailText reads a message that is a string, or a validation report
+// ({"detail":[{"loc":[...],"msg":"..."}]} or the list alone) as
+// "body.field: message; ...".
+func detailText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	type item struct {
+		Loc []any  `json:"loc"`
+		Msg string `json:"msg"`
+	}
+	var items []item
+	var wrapped struct {
+		Detail []item `json:"detail"`
+	}
+	if json.Unmarshal(raw, &wrapped) == nil && len(wrapped.Detail) > 0 {
+		items = wrapped.Detail
+	} else if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	var parts []string
+	for _, it := range items {
+		loc := make([]string, len(it.Loc))
+		for i, l := range it.Loc {
+			loc[i] = fmt.Sprint(l)
+		}
+		parts = append(parts, strings.Join(loc, ".")+": "+it.Msg)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // excerpt returns the start of a body as one line of text, for messages.

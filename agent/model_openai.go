@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -16,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/runner-dev/runner/internal/provider"
 	"github.com/runner-dev/runner/internal/redact"
 )
 
@@ -46,10 +48,23 @@ type OpenAIConfig struct {
 	MaxRetryWait time.Duration
 	// HTTPClient carries the requests; nil means the SDK's default client.
 	HTTPClient *http.Client
-	// UseMaxTokens sends the reply cap as max_tokens instead of
-	// max_completion_tokens, for compatible servers that only know the
-	// older field.
+	// Provider selects the request rules of the service behind BaseURL
+	// (see internal/provider): where the completion limit goes, what
+	// reasoning and per-call data go back with the history. Empty or
+	// provider.Auto names the service from BaseURL's host.
+	Provider provider.Name
+	// UseMaxTokens sends the reply cap as max_tokens only, whatever the
+	// provider's rule, for compatible servers that only know the older
+	// field.
 	UseMaxTokens bool
+	// Adaptations holds what the run learned from the server's refusals
+	// (a field it does not accept, one it says is missing); models of a run
+	// that share an endpoint should share it. Nil means one of the model's
+	// own.
+	Adaptations *Adaptations
+	// OnAdapt, if set, is told each change of the request rules made in
+	// answer to a refusal, before the request is sent again.
+	OnAdapt func(note string)
 	// OnRetry, if set, is called after each failed attempt that will be
 	// retried: attempt counts from 1, err is why it failed (free of the API
 	// key), wait is the pause before the next attempt.
@@ -69,9 +84,11 @@ type OpenAIConfig struct {
 // OpenAIModel is a Model served by an OpenAI Chat Completions endpoint
 // (OpenAI itself or a compatible server). It is safe for concurrent use.
 type OpenAIModel struct {
-	client       openai.Client
-	policy       retryPolicy
-	useMaxTokens bool
+	client  openai.Client
+	policy  retryPolicy
+	profile provider.Profile
+	learned *Adaptations
+	onAdapt func(string)
 	// secret hides the API key, and anything shaped like a key, from the
 	// errors and the server's messages.
 	secret *redact.Redactor
@@ -113,10 +130,22 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAIModel, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
+	baseURL := cfg.BaseURL
+	if baseURL == "" {
+		baseURL = os.Getenv("OPENAI_BASE_URL")
+	}
 	m := &OpenAIModel{
-		client:       openai.NewClient(opts...),
-		useMaxTokens: cfg.UseMaxTokens,
-		secret:       redact.New(key),
+		client:  openai.NewClient(opts...),
+		profile: provider.Resolve(cfg.Provider, baseURL),
+		learned: cfg.Adaptations,
+		onAdapt: cfg.OnAdapt,
+		secret:  redact.New(key),
+	}
+	if cfg.UseMaxTokens {
+		m.profile.Cap = provider.CapMaxTokens
+	}
+	if m.learned == nil {
+		m.learned = &Adaptations{}
 	}
 	m.policy = retryPolicy{
 		maxRetries:     cfg.MaxRetries,
@@ -145,42 +174,61 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Complete implements Model.
+// Complete implements Model. A refusal (400 or 422) that names a request
+// field the provider's rules can change — a completion-limit field the
+// server does not accept, reasoning it wants back or refuses — is answered
+// once by the change, which holds for the rest of the run (see
+// Adaptations), and the request is sent again.
 func (m *OpenAIModel) Complete(ctx context.Context, req Request) (Response, error) {
-	params, err := m.params(req)
-	if err != nil {
-		return Response{}, notSent{fmt.Errorf("chat completion: %w", err)}
-	}
-	body, err := json.Marshal(params)
-	if err != nil {
-		return Response{}, notSent{fmt.Errorf("chat completion: encode request: %w", err)}
-	}
-	cc, err := retry(ctx, m.policy, func(actx context.Context) (*openai.ChatCompletion, error) {
-		if req.Attempts == nil {
-			return m.send(actx, params)
-		}
-		limit, err := req.Attempts.Begin()
+	for {
+		rules := m.learned.rules(m.profile)
+		params, sent, err := m.params(req, rules)
 		if err != nil {
-			return nil, err
+			return Response{}, notSent{fmt.Errorf("chat completion: %w", err)}
 		}
-		p := params
-		m.setCompletionLimit(&p, limit)
-		cc, err := m.send(actx, p)
+		body, err := json.Marshal(params)
 		if err != nil {
-			req.Attempts.Failed(m.secret.Error(err))
+			return Response{}, notSent{fmt.Errorf("chat completion: encode request: %w", err)}
 		}
-		return cc, err
-	})
-	if err != nil {
+		cc, err := retry(ctx, m.policy, func(actx context.Context) (*wireCompletion, error) {
+			if req.Attempts == nil {
+				return m.send(actx, params)
+			}
+			limit, err := req.Attempts.Begin()
+			if err != nil {
+				return nil, err
+			}
+			p := params
+			setCompletionLimit(&p, rules.cap, limit)
+			cc, err := m.send(actx, p)
+			if err != nil {
+				req.Attempts.Failed(m.secret.Error(err))
+			}
+			return cc, err
+		})
+		if err == nil {
+			return cc.toResponse(len(body)), nil
+		}
+		var me *ModelError
+		if errors.As(err, &me) && ctx.Err() == nil {
+			if note, ok := m.learned.adapt(me, sent, rules); ok {
+				if m.onAdapt != nil {
+					m.onAdapt(note)
+				}
+				continue
+			}
+		}
 		return Response{}, m.secret.Error(fmt.Errorf("chat completion: %w", err))
 	}
-	return response(cc, len(body)), nil
 }
+
+// KeepsCompletionCap implements CapKeeper from the provider's profile.
+func (m *OpenAIModel) KeepsCompletionCap() bool { return m.profile.CapHonoured }
 
 // send makes one attempt and sorts its failure into a *ModelError (the
 // server refused), ErrBadResponse (success status, unusable body) or the
 // transport's error.
-func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewParams) (*wireCompletion, error) {
 	var raw []byte
 	var res *http.Response
 	_, err := m.client.Chat.Completions.New(ctx, params,
@@ -195,8 +243,8 @@ func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewP
 	if err != nil {
 		return nil, err
 	}
-	var cc openai.ChatCompletion
-	if err := json.Unmarshal(raw, &cc); err != nil {
+	cc, err := decodeCompletion(raw)
+	if err != nil {
 		if len(raw) == 0 {
 			return nil, fmt.Errorf("%w: the body is empty", ErrBadResponse)
 		}
@@ -206,10 +254,10 @@ func (m *OpenAIModel) send(ctx context.Context, params openai.ChatCompletionNewP
 	if len(cc.Choices) == 0 {
 		return nil, fmt.Errorf("%w: no choices in body starting %q", ErrBadResponse, m.secret.String(excerpt(raw)))
 	}
-	if !cc.Choices[0].JSON.Message.Valid() {
+	if cc.Choices[0].Message == nil {
 		return nil, fmt.Errorf("%w: no message in the first choice of body starting %q", ErrBadResponse, m.secret.String(excerpt(raw)))
 	}
-	return &cc, nil
+	return cc, nil
 }
 
 // refusal turns an HTTP error response into a *ModelError.
@@ -221,55 +269,64 @@ func (m *OpenAIModel) refusal(res *http.Response) *ModelError {
 	e := parseErrorBody(body)
 	e.StatusCode = res.StatusCode
 	e.Message = m.secret.String(e.Message)
+	e.body = m.secret.String(string(body[:min(len(body), 4<<10)]))
 	e.RetryAfter, e.HasRetryAfter = retryAfter(res.Header, time.Now())
 	e.kind = refusalKind(e)
 	return e
 }
 
-// params maps req onto the SDK's request parameters.
-func (m *OpenAIModel) params(req Request) (openai.ChatCompletionNewParams, error) {
+// params maps req onto the SDK's request parameters under rules, and says
+// which adaptable fields it sent.
+func (m *OpenAIModel) params(req Request, rules wireRules) (openai.ChatCompletionNewParams, sentFields, error) {
+	var sent sentFields
 	if req.Model == "" {
-		return openai.ChatCompletionNewParams{}, errors.New("request names no model")
+		return openai.ChatCompletionNewParams{}, sent, errors.New("request names no model")
 	}
 	if len(req.Messages) == 0 {
-		return openai.ChatCompletionNewParams{}, errors.New("request has no messages")
+		return openai.ChatCompletionNewParams{}, sent, errors.New("request has no messages")
 	}
 	p := openai.ChatCompletionNewParams{Model: req.Model}
 	for i, msg := range req.Messages {
-		wire, err := messageParam(msg)
+		wire, err := messageParam(msg, rules, &sent)
 		if err != nil {
-			return p, fmt.Errorf("message %d: %w", i, err)
+			return p, sent, fmt.Errorf("message %d: %w", i, err)
 		}
 		p.Messages = append(p.Messages, wire)
 	}
 	for _, spec := range req.Tools {
 		tool, err := toolParam(spec)
 		if err != nil {
-			return p, fmt.Errorf("tool %q: %w", spec.Name, err)
+			return p, sent, fmt.Errorf("tool %q: %w", spec.Name, err)
 		}
 		p.Tools = append(p.Tools, tool)
 	}
-	m.setCompletionLimit(&p, req.MaxCompletionTokens)
+	setCompletionLimit(&p, rules.cap, req.MaxCompletionTokens)
+	if req.MaxCompletionTokens > 0 || req.Attempts != nil {
+		sent.maxTokens = rules.cap != provider.CapMaxCompletionTokens
+		sent.maxCompletionTokens = rules.cap != provider.CapMaxTokens
+	}
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
 	}
-	return p, nil
+	return p, sent, nil
 }
 
-// setCompletionLimit caps the reply at limit tokens, in the field the
-// server knows; zero leaves the cap to the server.
-func (m *OpenAIModel) setCompletionLimit(p *openai.ChatCompletionNewParams, limit int64) {
+// setCompletionLimit caps the reply at limit tokens, in the field(s) the
+// server reads; zero leaves the cap to the server.
+func setCompletionLimit(p *openai.ChatCompletionNewParams, field provider.CapField, limit int64) {
 	p.MaxTokens, p.MaxCompletionTokens = param.Opt[int64]{}, param.Opt[int64]{} // omitted
-	switch {
-	case limit <= 0:
-	case m.useMaxTokens:
+	if limit <= 0 {
+		return
+	}
+	if field != provider.CapMaxCompletionTokens {
 		p.MaxTokens = openai.Int(limit)
-	default:
+	}
+	if field != provider.CapMaxTokens {
 		p.MaxCompletionTokens = openai.Int(limit)
 	}
 }
 
-func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {
+func messageParam(msg Message, rules wireRules, sent *sentFields) (openai.ChatCompletionMessageParamUnion, error) {
 	switch msg.Role {
 	case RoleSystem:
 		p := openai.ChatCompletionSystemMessageParam{}
@@ -292,25 +349,65 @@ func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {
 			p.Content.OfString = openai.String(msg.Content)
 		}
 		for _, call := range msg.ToolCalls {
-			p.ToolCalls = append(p.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: call.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name:      call.Name,
-						Arguments: call.Arguments,
-					},
+			if call.ID == "" {
+				return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool call %q has no id", call.Name)
+			}
+			fn := &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: wireCallID(call.ID, rules),
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name:      call.Name,
+					Arguments: call.Arguments,
 				},
-			})
+			}
+			if rules.echoExtra && len(call.Extra) > 0 {
+				fn.SetExtraFields(map[string]any{"extra_content": call.Extra})
+				sent.extra = true
+			}
+			p.ToolCalls = append(p.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: fn})
+		}
+		if extra := reasoningFields(msg, rules, sent); len(extra) > 0 {
+			p.SetExtraFields(extra)
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &p}, nil
 	case RoleTool:
 		if msg.ToolCallID == "" {
 			return openai.ChatCompletionMessageParamUnion{}, errors.New("tool message answers no tool call id")
 		}
-		return openai.ToolMessage(msg.Content, msg.ToolCallID), nil
+		return openai.ToolMessage(msg.Content, wireCallID(msg.ToolCallID, rules)), nil
 	default:
 		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
 	}
+}
+
+// reasoningFields are the fields that carry an assistant message's
+// reasoning back under rules: its text in the field it came in, exactly as
+// received (and reasoning_content, empty, on a message that came with none,
+// when the provider wants it on every turn), and reasoning_details and the
+// message's extra_content byte for byte.
+func reasoningFields(msg Message, rules wireRules, sent *sentFields) map[string]any {
+	extra := map[string]any{}
+	if rules.echoReasoning {
+		switch {
+		case msg.ReasoningField != "":
+			extra[msg.ReasoningField] = msg.Reasoning
+		case rules.reasoningOnEveryTurn:
+			extra["reasoning_content"] = ""
+		}
+		for f := range extra {
+			if !slices.Contains(sent.reasoning, f) {
+				sent.reasoning = append(sent.reasoning, f)
+			}
+		}
+	}
+	if rules.echoDetails && len(msg.ReasoningDetails) > 0 {
+		extra["reasoning_details"] = msg.ReasoningDetails
+		sent.details = true
+	}
+	if rules.echoExtra && len(msg.Extra) > 0 {
+		extra["extra_content"] = msg.Extra
+		sent.extra = true
+	}
+	return extra
 }
 
 func toolParam(spec ToolSpec) (openai.ChatCompletionToolUnionParam, error) {
@@ -329,41 +426,6 @@ func toolParam(spec ToolSpec) (openai.ChatCompletionToolUnionParam, error) {
 		def.Parameters = schema
 	}
 	return openai.ChatCompletionFunctionTool(def), nil
-}
-
-// response maps the first choice of cc onto a Response, estimating usage
-// when the server sent none.
-func response(cc *openai.ChatCompletion, requestBytes int) Response {
-	choice := cc.Choices[0]
-	msg := Message{Role: RoleAssistant, Content: choice.Message.Content}
-	if msg.Content == "" && choice.Message.Refusal != "" {
-		msg.Content = choice.Message.Refusal
-	}
-	replyBytes := len(msg.Content)
-	for _, tc := range choice.Message.ToolCalls {
-		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		if tc.Type == "custom" {
-			call.Name, call.Arguments = tc.Custom.Name, tc.Custom.Input
-		}
-		replyBytes += len(call.Name) + len(call.Arguments)
-		msg.ToolCalls = append(msg.ToolCalls, call)
-	}
-	r := Response{
-		Message:      msg,
-		FinishReason: choice.FinishReason,
-		Usage: Usage{
-			PromptTokens:     cc.Usage.PromptTokens,
-			CachedTokens:     cc.Usage.PromptTokensDetails.CachedTokens,
-			CompletionTokens: cc.Usage.CompletionTokens,
-		},
-		Model: cc.Model,
-		ID:    cc.ID,
-	}
-	if r.Usage.PromptTokens == 0 && r.Usage.CompletionTokens == 0 {
-		r.Usage = Usage{PromptTokens: tokensOf(requestBytes), CompletionTokens: tokensOf(replyBytes)}
-		r.UsageEstimated = true
-	}
-	return r
 }
 
 // tokensOf estimates the tokens in n bytes of text at four bytes a token.

@@ -155,7 +155,7 @@ func TestCompleteToolCallRoundTrip(t *testing.T) {
 	if got.FinishReason != FinishToolCalls || got.Message.Content != "Looking around." || len(calls) != 2 {
 		t.Fatalf("reply = %+v, want finish tool_calls, the content and 2 calls", got)
 	}
-	if calls[0] != (ToolCall{ID: "call_a", Name: "bash", Arguments: `{"command":"ls"}`}) {
+	if c := calls[0]; c.ID != "call_a" || c.Name != "bash" || c.Arguments != `{"command":"ls"}` || c.Extra != nil {
 		t.Errorf("first call = %+v, want call_a bash ls", calls[0])
 	}
 	if calls[1].ID == "" || calls[1].ID == "call_a" || calls[1].Arguments != `{"command":"pwd"}` {

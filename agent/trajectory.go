@@ -24,6 +24,7 @@ const (
 	EventCheck      = "check"       // the runner's check command ran
 	EventPanic      = "panic"       // a bug of the runner ended the task: Error and the stack in Text
 	EventEndpoint   = "endpoint"    // a model call waits for the endpoint to answer again, or has waited
+	EventAdapt      = "adapt"       // the request rules changed in answer to a server's refusal: the change in Text
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,
@@ -58,6 +59,9 @@ type Event struct {
 	OverrunUSD float64 `json:"overrun_usd,omitempty"`
 	Model      string  `json:"model,omitempty"`
 	LatencyMS  int64   `json:"latency_ms,omitempty"`
+	// GeneratedCallIDs are the tool call ids runner gave calls the server
+	// sent without one (or with one an earlier call already had).
+	GeneratedCallIDs []string `json:"generated_call_ids,omitempty"`
 
 	// tool_result
 	Tool       string `json:"tool,omitempty"`
@@ -91,28 +95,37 @@ type WireMessage struct {
 	ToolCalls  []WireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Name       string         `json:"name,omitempty"`
+	// Reasoning, ReasoningField, ReasoningDetails and Extra are what the
+	// message came with for the server to get back (see Message).
+	Reasoning        string          `json:"reasoning,omitempty"`
+	ReasoningField   string          `json:"reasoning_field,omitempty"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
+	Extra            json.RawMessage `json:"extra_content,omitempty"`
 }
 
 // WireToolCall is a ToolCall as stored in a trajectory.
 type WireToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Extra     json.RawMessage `json:"extra_content,omitempty"`
 }
 
 func wireMessage(m Message) *WireMessage {
-	w := &WireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	w := &WireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name,
+		Reasoning: m.Reasoning, ReasoningField: m.ReasoningField, ReasoningDetails: m.ReasoningDetails, Extra: m.Extra}
 	for _, c := range m.ToolCalls {
-		w.ToolCalls = append(w.ToolCalls, WireToolCall(c))
+		w.ToolCalls = append(w.ToolCalls, WireToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Extra: c.Extra})
 	}
 	return w
 }
 
 // Message converts back.
 func (w *WireMessage) Message() Message {
-	m := Message{Role: w.Role, Content: w.Content, ToolCallID: w.ToolCallID, Name: w.Name}
+	m := Message{Role: w.Role, Content: w.Content, ToolCallID: w.ToolCallID, Name: w.Name,
+		Reasoning: w.Reasoning, ReasoningField: w.ReasoningField, ReasoningDetails: w.ReasoningDetails, Extra: w.Extra}
 	for _, c := range w.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, ToolCall(c))
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Extra: c.Extra})
 	}
 	return m
 }

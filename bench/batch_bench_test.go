@@ -92,7 +92,7 @@ func BenchmarkBatch(b *testing.B) {
 						return e.Start(ctx, cfg)
 					},
 					ImageExists: e.ImageExists,
-					NewModel: func(string, *agent.Trajectory) (agent.Model, error) {
+					NewModel: func(tasks.Task, *agent.Trajectory) (agent.Model, error) {
 						return instantModel{calls: toolCalls}, nil
 					},
 					Prices:   budget.DefaultPrices(),

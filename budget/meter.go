@@ -29,7 +29,8 @@ type Meter struct {
 	reserved Nanodollars
 	usage    Usage
 	calls    int64
-	// overrun is what calls cost beyond what was reserved for them.
+	// overrun is what calls cost beyond what was reserved for them, or
+	// beyond their completion limit (see ErrOverrun).
 	overrun Nanodollars
 }
 
@@ -151,17 +152,17 @@ func (m *Meter) available() Nanodollars {
 }
 
 // settle moves a reservation's amount out of reserved in m and its
-// ancestors and, for a commit, records the charge and any cost beyond the
-// amount. The caller holds the tree's mutex.
-func (m *Meter) settle(amount Nanodollars, charged bool, cost Nanodollars, u Usage) {
+// ancestors and, for a commit, records the charge and the overrun (see
+// ErrOverrun). The caller holds the tree's mutex.
+func (m *Meter) settle(amount Nanodollars, charged bool, cost, overrun Nanodollars, u Usage) {
 	for a := m; a != nil; a = a.parent {
 		a.reserved -= amount
 		if charged {
 			a.spent = addSat(a.spent, cost)
 			a.usage = a.usage.Add(u)
 			a.calls++
-			if cost > amount {
-				a.overrun = addSat(a.overrun, cost-amount)
+			if overrun > 0 {
+				a.overrun = addSat(a.overrun, overrun)
 			}
 		}
 	}

@@ -189,6 +189,43 @@ func TestCommitOverrun(t *testing.T) {
 	}
 }
 
+// TestCommitCompletionBeyondTheLimit: a reply with more completion tokens
+// than were granted overruns even when the prompt's bound was loose enough
+// that it cost less than the reservation; the excess is what the tokens
+// beyond the limit cost. A free model has nothing to overrun.
+func TestCommitCompletionBeyondTheLimit(t *testing.T) {
+	m := newMeter(t, 1, nil)
+	r, err := m.Reserve(flat, 100_000, 1_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actual := Usage{PromptTokens: 10, CompletionTokens: 1_500}
+	if cost := flat.Cost(actual); cost >= r.Amount() {
+		t.Fatalf("test arithmetic: the reply costs %s, not less than the %s reserved", cost, r.Amount())
+	}
+	err = r.Commit(actual)
+	var over *OverrunError
+	if !errors.Is(err, ErrOverrun) || !errors.As(err, &over) {
+		t.Fatalf("Commit error = %v, want an *OverrunError", err)
+	}
+	want := flat.Cost(Usage{CompletionTokens: 500})
+	if over.Excess != want || m.Totals().Overrun != want || over.Granted != 1_000 || over.Used != 1_500 {
+		t.Errorf("overrun %+v, meter %s; want an excess of %s for 500 tokens beyond 1000", over, m.Totals().Overrun, want)
+	}
+	if got := m.Totals().Spent; got != flat.Cost(actual) {
+		t.Errorf("spent %s, want the reply's cost %s", got, flat.Cost(actual))
+	}
+
+	free := newMeter(t, 1, nil)
+	r, err = free.Reserve(Price{Model: "free"}, 10, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(Usage{PromptTokens: 10, CompletionTokens: 5_000}); err != nil {
+		t.Errorf("a free model's long reply: Commit error = %v, want none", err)
+	}
+}
+
 // TestOverrunIsRecordedAndStopsTheTree: the cost beyond a reservation is
 // recorded in the meter that charged it and in every ancestor, and no meter
 // of the tree reserves again, capped or not: a server that does not keep to

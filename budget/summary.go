@@ -9,7 +9,9 @@ type Totals struct {
 	Usage    Usage       // tokens of committed calls
 	Calls    int64       // committed calls
 	// Overrun is what committed calls cost beyond what was reserved for
-	// them: zero unless a server reported more usage than a call's bound.
+	// them, or beyond the completion limit they were granted (see
+	// ErrOverrun): zero unless a server reported more usage than a call's
+	// bound.
 	Overrun Nanodollars
 }
 

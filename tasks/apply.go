@@ -82,6 +82,7 @@ func merge(d, s *spec) Task {
 		CheckTimeout: deref(pick(s.CheckTimeout, d.CheckTimeout)),
 		Image:        deref(pick(s.Image, d.Image)),
 		Model:        deref(pick(s.Model, d.Model)),
+		Provider:     deref(pick(s.Provider, d.Provider)),
 		BudgetUSD:    deref(pick(s.BudgetUSD, d.BudgetUSD)),
 		MaxSteps:     deref(pick(s.MaxSteps, d.MaxSteps)),
 		Timeout:      deref(pick(s.Timeout, d.Timeout)),

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/runner-dev/runner/internal/provider"
 	"github.com/runner-dev/runner/internal/redact"
 )
 
@@ -25,6 +26,7 @@ type spec struct {
 	MaxPrompt          *int64
 	Branch, Check      *string
 	Image, Model       *string
+	Provider           *string
 	CheckRetries       *int
 	MaxSteps           *int
 	CheckTimeout       *time.Duration
@@ -137,6 +139,21 @@ var taskFields = []field{
 				return
 			}
 			s.Model = &m
+		}
+	}},
+	{"provider", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if name, ok := r.str(v, a); ok {
+			p, err := provider.Parse(name)
+			if err != nil {
+				hint := ""
+				if s := suggest(name, provider.Names()); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				r.addField(v, a, "%v%s", err, hint)
+				return
+			}
+			ps := string(p)
+			s.Provider = &ps
 		}
 	}},
 	{"budget_usd", false, func(r *reader, v *yaml.Node, a at, s *spec) {

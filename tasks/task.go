@@ -40,7 +40,7 @@ type Source struct {
 
 // Task is one unit of work, with the file's defaults already applied.
 //
-// A zero value in Model, Image, BudgetUSD, MaxSteps, Timeout, CheckTimeout
+// A zero value in Model, Provider, Image, BudgetUSD, MaxSteps, Timeout, CheckTimeout
 // or Limits means that neither the task nor the defaults set it, and the
 // run's configuration decides.
 type Task struct {
@@ -71,6 +71,9 @@ type Task struct {
 	Image string
 	// Model is the model name sent to the model endpoint.
 	Model string
+	// Provider names the service behind the model endpoint, whose request
+	// rules apply (see internal/provider); empty means the run's.
+	Provider string
 	// BudgetUSD caps what the task may spend on model calls.
 	BudgetUSD float64
 	// MaxSteps caps the number of agent steps (model calls).

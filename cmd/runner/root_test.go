@@ -29,6 +29,8 @@ func TestUsageErrors(t *testing.T) {
 		{"rollback of two sources", []string{"rollback", "--out", "o", "--repo", "r", "--branch", "b"}, "runner: if any flags in the group [out repo] are set none of the others can be", "runner rollback"},
 		{"rollback without a source", []string{"rollback", "--all"}, "runner: at least one of the flags in the group [out repo] is required", "runner rollback"},
 		{"rollback of a repo without branch", []string{"rollback", "--repo", "r"}, "runner: if any flags in the group [repo branch] are set they must all be set", "runner rollback"},
+		{"unknown provider", []string{"run", "--provider", "gemeni", exampleYAML}, `runner: --provider: unknown provider "gemeni": want one of auto, openai, gemini`, "runner run FILE [flags]"},
+		{"unknown provider in exec", []string{"exec", "--provider", "x", "--repo", ".", "do it"}, `runner: --provider: unknown provider "x"`, "runner exec"},
 		{"rollback --remote with --out", []string{"rollback", "--out", "o", "--all", "--remote", "u"}, "runner: --remote goes with --repo", "runner rollback"},
 	}
 	for _, tt := range tests {

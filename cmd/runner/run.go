@@ -141,7 +141,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	}
 	removeEarlierRuns(ctx, d, e, store)
 
-	opts.defaults.Model = opts.model.name
+	opts.defaults.Model, opts.defaults.Provider = opts.model.name, opts.model.provider
 	runID := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())
 	if err := store.BeginRun(runID); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 	"github.com/runner-dev/runner/gitops"
 	"github.com/runner-dev/runner/internal/batch"
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/provider"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
@@ -33,6 +35,7 @@ type modelFlags struct {
 	noCompaction  bool
 	maxTokens     int64
 	useMaxTokens  bool
+	provider      string
 	timeout       time.Duration
 	maxRetries    int
 	outageWait    time.Duration
@@ -44,6 +47,7 @@ Model endpoint (any OpenAI-compatible Chat Completions API):
   --model, RUNNER_MODEL          model name, unless the task file sets one;
                                  replay:FILE plays back a recorded trajectory
   --base-url, OPENAI_BASE_URL    API base URL (default https://api.openai.com/v1)
+  --provider                     the service behind it (auto: from the URL's host)
   OPENAI_API_KEY                 API key (or the variable named by --api-key-env)`
 
 func (m *modelFlags) register(cmd *cobra.Command) {
@@ -56,7 +60,9 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.Float64Var(&m.compactAt, "compact-at", 0.8, "compact the history at this fraction of the context window")
 	f.BoolVar(&m.noCompaction, "no-compaction", false, "never compact the history")
 	f.Int64Var(&m.maxTokens, "max-completion-tokens", 8192, "reply limit per model call (lowered to fit the budget)")
-	f.BoolVar(&m.useMaxTokens, "use-max-tokens", false, "send max_tokens instead of max_completion_tokens (older servers)")
+	f.StringVar(&m.provider, "provider", string(provider.Auto), "`service` behind the endpoint, for tasks that name none: "+
+		strings.Join(provider.Names(), ", ")+" (auto: from the base URL's host, then from the server's refusals)")
+	f.BoolVar(&m.useMaxTokens, "use-max-tokens", false, "send the completion limit as max_tokens only, whatever the provider (servers that know no other field)")
 	f.DurationVar(&m.timeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of one model request attempt (retried)")
 	f.IntVar(&m.maxRetries, "max-retries", agent.DefaultMaxRetries, "retries of a failed model request, before its task fails or, if the endpoint is unavailable, waits for it")
 	f.DurationVar(&m.outageWait, "outage-wait", agent.DefaultOutageWait, "how long tasks wait for a model endpoint that stopped answering before they end as model_error")
@@ -90,6 +96,11 @@ func (m *modelFlags) complete(getenv func(string) string) error {
 			return cli.Usagef("--base-url %q: want an http(s) URL such as https://api.openai.com/v1", m.baseURL)
 		}
 	}
+	p, err := provider.Parse(m.provider)
+	if err != nil {
+		return cli.Usagef("--provider: %v", err)
+	}
+	m.provider = string(p)
 	return nil
 }
 
@@ -122,16 +133,34 @@ func (m *modelFlags) agentConfig() agent.Config {
 }
 
 // factory makes each task's model: a replay of a recorded trajectory, or
-// the endpoint behind the run's gate, with its retries recorded in the
-// task's trajectory.
-func (m *modelFlags) factory(gate *agent.Endpoint) func(string, *agent.Trajectory) (agent.Model, error) {
-	return func(name string, traj *agent.Trajectory) (agent.Model, error) {
-		if file, ok := strings.CutPrefix(name, "replay:"); ok {
+// the endpoint behind the run's gate under the task's provider, with its
+// retries and the changes it makes to its request rules recorded in the
+// task's trajectory. What one task's model learns from the server's
+// refusals holds for every task of the run with the same provider.
+func (m *modelFlags) factory(gate *agent.Endpoint) func(tasks.Task, *agent.Trajectory) (agent.Model, error) {
+	var mu sync.Mutex
+	learned := map[string]*agent.Adaptations{}
+	return func(t tasks.Task, traj *agent.Trajectory) (agent.Model, error) {
+		if file, ok := strings.CutPrefix(t.Model, "replay:"); ok {
 			return agent.LoadReplay(file)
 		}
+		name := t.Provider
+		if name == "" {
+			name = m.provider
+		}
+		mu.Lock()
+		if learned[name] == nil {
+			learned[name] = &agent.Adaptations{}
+		}
+		adaptations := learned[name]
+		mu.Unlock()
 		cfg := m.openAIConfig(gate)
+		cfg.Provider, cfg.Adaptations = provider.Name(name), adaptations
 		cfg.OnRetry = func(attempt int, err error, wait time.Duration) {
 			traj.Record(agent.Event{Type: agent.EventRetry, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
+		}
+		cfg.OnAdapt = func(note string) {
+			traj.Record(agent.Event{Type: agent.EventAdapt, Text: note})
 		}
 		return agent.NewOpenAI(cfg)
 	}

@@ -27,6 +27,7 @@ import (
 // Defaults apply to every task field its file left unset.
 type Defaults struct {
 	Model        string
+	Provider     string
 	Image        string
 	BudgetUSD    float64
 	MaxSteps     int
@@ -67,9 +68,9 @@ type Deps struct {
 	StartSandbox func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error)
 	// ImageExists checks an image before anything runs.
 	ImageExists func(ctx context.Context, image string) (bool, error)
-	// NewModel makes the model of a task; retries it reports go to the
-	// trajectory.
-	NewModel func(model string, traj *agent.Trajectory) (agent.Model, error)
+	// NewModel makes the model of a task (its Model and Provider, defaults
+	// applied); retries it reports go to the trajectory.
+	NewModel func(t tasks.Task, traj *agent.Trajectory) (agent.Model, error)
 	// Prices price the models; a model without a price is refused when
 	// there is a budget.
 	Prices budget.PriceTable
@@ -342,6 +343,9 @@ func leftByEarlierAttempt(t tasks.Task, message string, store *tasks.Store) bool
 func withDefaults(t tasks.Task, d Defaults) tasks.Task {
 	if t.Model == "" {
 		t.Model = d.Model
+	}
+	if t.Provider == "" {
+		t.Provider = d.Provider
 	}
 	if t.Image == "" {
 		t.Image = d.Image

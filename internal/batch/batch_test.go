@@ -50,7 +50,7 @@ func deps(t *testing.T, store *tasks.Store, srv *fakellm.Server) Deps {
 			return e.Start(ctx, cfg)
 		},
 		ImageExists: e.ImageExists,
-		NewModel: func(model string, traj *agent.Trajectory) (agent.Model, error) {
+		NewModel: func(_ tasks.Task, traj *agent.Trajectory) (agent.Model, error) {
 			return agent.NewOpenAI(agent.OpenAIConfig{BaseURL: srv.URL(), APIKey: "sk-batch-test-key-123456"})
 		},
 		Prices:  budget.DefaultPrices(),

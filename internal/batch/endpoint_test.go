@@ -24,8 +24,8 @@ func withEndpoint(t *testing.T, d Deps, srv *fakellm.Server, cfg agent.EndpointC
 	cfg.Probe = prober.Probe
 	d.Endpoint = agent.NewEndpoint(cfg)
 	t.Cleanup(d.Endpoint.Close)
-	d.NewModel = func(model string, traj *agent.Trajectory) (agent.Model, error) {
-		if file, ok := strings.CutPrefix(model, "replay:"); ok {
+	d.NewModel = func(task tasks.Task, traj *agent.Trajectory) (agent.Model, error) {
+		if file, ok := strings.CutPrefix(task.Model, "replay:"); ok {
 			return agent.LoadReplay(file)
 		}
 		return agent.NewOpenAI(agent.OpenAIConfig{BaseURL: srv.URL(), APIKey: "sk-batch-test-key-123456", Endpoint: d.Endpoint})

@@ -77,10 +77,10 @@ func (r *memRun) deps() Deps {
 		Store:        r.store,
 		StartSandbox: r.backend.Start,
 		ImageExists:  func(context.Context, string) (bool, error) { return true, nil },
-		NewModel: func(model string, _ *agent.Trajectory) (agent.Model, error) {
-			srv, ok := r.models[model]
+		NewModel: func(task tasks.Task, _ *agent.Trajectory) (agent.Model, error) {
+			srv, ok := r.models[task.Model]
 			if !ok {
-				r.t.Fatalf("no script for model %q", model)
+				r.t.Fatalf("no script for model %q", task.Model)
 			}
 			return agent.NewOpenAI(agent.OpenAIConfig{BaseURL: srv.URL(), APIKey: "sk-batch-inmem-key-123456"})
 		},

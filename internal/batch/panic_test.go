@@ -104,8 +104,8 @@ func TestPanicEndsOnlyItsTask(t *testing.T) {
 	srv.Forever(fakellm.Func(script.next))
 	d := deps(t, store, srv)
 	newModel, start := d.NewModel, d.StartSandbox
-	d.NewModel = func(model string, traj *agent.Trajectory) (agent.Model, error) {
-		m, err := newModel(model, traj)
+	d.NewModel = func(task tasks.Task, traj *agent.Trajectory) (agent.Model, error) {
+		m, err := newModel(task, traj)
 		return &panickyModel{Model: m}, err
 	}
 	d.StartSandbox = func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {

@@ -231,7 +231,7 @@ func (w *work) endWithPanic(e *panics.Error) {
 // task's status and the agent's summary.
 func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, string, string) {
 	t := w.task
-	model, err := w.deps.NewModel(t.Model, w.traj)
+	model, err := w.deps.NewModel(t, w.traj)
 	if err != nil {
 		return tasks.StatusModelError, "", err.Error()
 	}

@@ -10,6 +10,11 @@
 // controls in control.go make the server go down and come back, throttle,
 // refuse a key, and count the requests in flight.
 //
+// A Mode adds one provider's rules (DeepSeek's reasoning_content, Gemini's
+// thought signatures, Mistral's and Groq's strict schemas...) and answers a
+// request that breaks them as that provider does; Recordings replays
+// replies recorded from real services (recordings/README.md lists them).
+//
 //	llm := fakellm.New(t,
 //		fakellm.ToolCall("bash", `{"command":"go test ./..."}`),
 //		fakellm.RateLimited("2"),
@@ -59,6 +64,11 @@ type Server struct {
 	epoch        int
 	inFlight     int
 	peak         int
+
+	mode     Mode
+	modes    map[string]Mode
+	refusals []Refusal
+	issued   issued
 }
 
 // New starts a server on 127.0.0.1 that plays turns in order. It is shut
@@ -156,7 +166,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "", "invalid JSON body"))
 		return
 	}
-	problems := Validate(req)
+	mode := s.modeOf(req.Model)
+	problems := validate(req, mode)
 	if req.Stream {
 		problems = append(problems, fmt.Errorf("stream is set; fakellm answers non-streaming requests only"))
 	}
@@ -175,6 +186,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.play(w, r, req, *disruption)
 		return
 	}
+	if r := s.issued.check(mode, req); r != nil {
+		s.mu.Lock()
+		s.refusals = append(s.refusals, Refusal{Request: n, Mode: mode, Status: r.status, Body: r.body})
+		s.mu.Unlock()
+		writeJSON(w, r.status, nil, r.body)
+		return
+	}
+
 	turn, ok := s.take()
 	if !ok {
 		s.t.Errorf("fakellm: request %d arrived but the script has only %d turns (last message: %s)",
@@ -228,7 +247,11 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, req Request, t Tur
 			s.t.Errorf("fakellm: encode reply: %v", err)
 			return
 		}
+		s.issued.note(b)
 		answer(w, t, http.StatusOK, string(b))
+	case kindRecorded:
+		s.issued.note([]byte(t.body))
+		answer(w, t, http.StatusOK, t.body)
 	case kindStatus:
 		answer(w, t, t.status, t.body)
 	case kindGarbage:

@@ -38,6 +38,7 @@ const (
 	kindReset
 	kindGarbage
 	kindFunc
+	kindRecorded
 )
 
 // Call is one tool call of a scripted reply. An empty ID is replaced by a
@@ -132,6 +133,12 @@ func HTML(status int, page string) Turn {
 	return Status(status, page).WithHeader("Content-Type", "text/html; charset=utf-8")
 }
 
+// Recorded answers 200 with body, a completion recorded from a real
+// service, sent byte for byte. Under a mode, what the body carries that the
+// provider wants back (reasoning, thought signatures) is remembered and
+// checked on later requests.
+func Recorded(body string) Turn { return Turn{kind: kindRecorded, body: body} }
+
 // Func decides the answer when the request arrives: fn receives the decoded
 // request and returns the turn to play. fn runs on the server's goroutine.
 func Func(fn func(Request) Turn) Turn { return Turn{kind: kindFunc, fn: fn} }
@@ -223,6 +230,8 @@ func (t Turn) describe() string {
 		return fmt.Sprintf("garbage %q", clip(t.body))
 	case kindFunc:
 		return "func"
+	case kindRecorded:
+		return fmt.Sprintf("recorded %q", clip(t.body))
 	}
 	return "unknown turn"
 }

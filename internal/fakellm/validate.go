@@ -10,7 +10,12 @@ import (
 // real server enforces or that show a client bug: a missing model, roles out
 // of order, tool calls left unanswered, tool messages answering unknown
 // calls, tool calls without tools offered. A well-formed request yields nil.
-func Validate(req Request) []error {
+func Validate(req Request) []error { return validate(req, ModeDefault) }
+
+// validate is Validate under mode m: OpenAI's rule against sending both
+// max_tokens and max_completion_tokens holds only for OpenAI (and without
+// a mode); other providers apply their own.
+func validate(req Request, m Mode) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -20,7 +25,7 @@ func Validate(req Request) []error {
 	if len(req.Messages) == 0 {
 		add("messages is empty")
 	}
-	if req.MaxTokens != nil && req.MaxCompletionTokens != nil {
+	if req.MaxTokens != nil && req.MaxCompletionTokens != nil && !allowsBothCaps(m) {
 		add("both max_tokens and max_completion_tokens are set")
 	}
 
