@@ -80,6 +80,9 @@ type Deps struct {
 	Secrets []string
 	// Ask answers the agent's questions; nil runs unattended.
 	Ask func(ctx context.Context, question string) (string, error)
+	// Approve is asked before each command and file change runs (see
+	// agent.Config.Approve); nil runs them unasked.
+	Approve func(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error)
 	// Progress hears about tasks starting and ending; may be nil.
 	Progress Progress
 	// WorkDir holds the clones; default the system's temporary directory.

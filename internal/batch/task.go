@@ -238,7 +238,7 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 	cfg := w.opt.Agent
 	cfg.Model, cfg.Price, cfg.Meter = t.Model, w.plan.price, meter
 	cfg.MaxSteps, cfg.TimeLimit, cfg.Network = t.MaxSteps, t.Timeout, t.Network == tasks.NetworkBridge
-	cfg.Ask, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.traj, t.Policy
+	cfg.Ask, cfg.Approve, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.deps.Approve, w.traj, t.Policy
 	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
 	out := a.Run(ctx)
 	for retry := 0; ; retry++ {
