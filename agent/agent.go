@@ -75,6 +75,11 @@ type Config struct {
 	// protected paths, denied commands, and whatever its pre-tool hook
 	// refuses. Its zero value refuses nothing.
 	Policy policy.Policy
+	// HostTools are tools that run on the host rather than in the sandbox
+	// (the task's MCP servers), offered after the built-in ones; each call
+	// passes the policy pipeline like any other (the pre-tool hook is
+	// asked about it). Their names must not be a built-in tool's.
+	HostTools []Tool
 	// Ask answers ask_question interactively; nil runs unattended.
 	Ask func(ctx context.Context, question string) (string, error)
 	// Approve, when set, is asked about every run_command, write_file and

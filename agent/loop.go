@@ -42,13 +42,17 @@ type Agent struct {
 func New(model Model, sb sandbox.Sandbox, task Task, cfg Config) *Agent {
 	cfg = cfg.withDefaults()
 	a := &Agent{cfg: cfg, model: model, sb: sb, task: task, tools: map[string]Tool{}}
-	for _, t := range []Tool{
+	tools := []Tool{
 		listFiles{}, readFile{}, writeFile{}, editFile{},
 		runCommand{limit: a.timeLeft},
 		askQuestion{ask: cfg.Ask, asked: &a.questions},
-		completeTool{},
-	} {
+	}
+	tools = append(append(tools, cfg.HostTools...), completeTool{})
+	for _, t := range tools {
 		spec := t.Spec()
+		if _, dup := a.tools[spec.Name]; dup {
+			continue // a host tool never shadows a built-in one
+		}
 		a.tools[spec.Name] = t
 		a.specs = append(a.specs, spec)
 	}

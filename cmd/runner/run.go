@@ -166,6 +166,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		Prices:       prices,
 		GitAuth:      gitAuth(d.getenv),
 		Secrets:      secrets,
+		Getenv:       d.getenv,
 		Ask:          a.ask(),
 		Approve:      a.approver(),
 		Progress:     progress,
