@@ -15,94 +15,10 @@ package wildmatch
 //     directories: "**/x" matches x at any depth, "a/**/b" matches a/b and
 //     a/x/y/b, "a/**" everything inside a. Elsewhere "**" is like "*".
 //
-// Failed (pattern, text) positions are remembered, so the cost stays
-// proportional to len(pattern)*len(text) whatever the number of stars.
+// It compiles pattern each time; use Compile to match many texts. The cost
+// is linear in len(text) × len(pattern) at worst (see Pattern).
 func Match(pattern, text string) bool {
-	m := wildMatcher{p: pattern, t: text}
-	return m.match(0, 0)
-}
-
-type wildMatcher struct {
-	p, t   string
-	failed map[[2]int]bool
-}
-
-// try is match with memoised failures; stars call it for every split.
-func (m *wildMatcher) try(pi, ti int) bool {
-	key := [2]int{pi, ti}
-	if m.failed[key] {
-		return false
-	}
-	if m.match(pi, ti) {
-		return true
-	}
-	if m.failed == nil {
-		m.failed = make(map[[2]int]bool)
-	}
-	m.failed[key] = true
-	return false
-}
-
-func (m *wildMatcher) match(pi, ti int) bool {
-	p, t := m.p, m.t
-	for pi < len(p) {
-		switch p[pi] {
-		case '*':
-			start := pi
-			for pi < len(p) && p[pi] == '*' {
-				pi++
-			}
-			if pi-start >= 2 && (start == 0 || p[start-1] == '/') && (pi == len(p) || p[pi] == '/') {
-				if pi == len(p) {
-					return true
-				}
-				// "**/": no directory, or any run ending with a '/'.
-				if m.try(pi+1, ti) {
-					return true
-				}
-				for k := ti; k < len(t); k++ {
-					if t[k] == '/' && m.try(pi+1, k+1) {
-						return true
-					}
-				}
-				return false
-			}
-			for k := ti; ; k++ {
-				if m.try(pi, k) {
-					return true
-				}
-				if k == len(t) || t[k] == '/' {
-					return false
-				}
-			}
-		case '?':
-			if ti == len(t) || t[ti] == '/' {
-				return false
-			}
-			pi, ti = pi+1, ti+1
-		case '[':
-			if ti == len(t) || t[ti] == '/' {
-				return false
-			}
-			ok, next := matchClass(p, pi, t[ti])
-			if !ok {
-				return false
-			}
-			pi, ti = next, ti+1
-		case '\\':
-			pi++
-			if pi == len(p) {
-				return false
-			}
-			fallthrough
-		default:
-			if ti == len(t) || t[ti] != p[pi] {
-				return false
-			}
-			pi, ti = pi+1, ti+1
-		}
-	}
-	return ti == len(t)
+	return Compile(pattern).Match(text)
 }
 
 // matchClass matches c against the class opening at p[open] == '['. It
