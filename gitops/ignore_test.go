@@ -82,7 +82,10 @@ func TestIgnoreRulesAgreeWithGit(t *testing.T) {
 			for d, content := range tt.ignores {
 				ignoreFiles[d] = []byte(content)
 			}
-			ig := newIgnoreRules([]byte(tt.exclude), ignoreFiles)
+			ig, err := newIgnoreRules([]byte(tt.exclude), ignoreFiles)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var kept []string
 			for _, p := range all {
 				if !ig.ignored(p) {
@@ -99,14 +102,14 @@ func TestIgnoreRulesAgreeWithGit(t *testing.T) {
 }
 
 func TestParseIgnore(t *testing.T) {
-	rules := parseIgnore("sub", []byte("\xef\xbb\xbf*.o\r\n# c\n\n!keep/\n/anchored\na/b/\ntrail  \nesc\\ \n!\n"))
+	rules := parseIgnore([]byte("\xef\xbb\xbf*.o\r\n# c\n\n!keep/\n/anchored\na/b/\ntrail  \nesc\\ \n!\n"))
 	want := []ignoreRule{
-		{dir: "sub", pattern: "*.o", basename: true},
-		{dir: "sub", pattern: "keep", negate: true, dirOnly: true, basename: true},
-		{dir: "sub", pattern: "anchored"},
-		{dir: "sub", pattern: "a/b", dirOnly: true},
-		{dir: "sub", pattern: "trail", basename: true},
-		{dir: "sub", pattern: `esc\ `, basename: true},
+		{pattern: "*.o", basename: true, line: 1},
+		{pattern: "keep", negate: true, dirOnly: true, basename: true, line: 4},
+		{pattern: "anchored", line: 5},
+		{pattern: "a/b", dirOnly: true, line: 6},
+		{pattern: "trail", basename: true, line: 7},
+		{pattern: `esc\ `, basename: true, line: 8},
 	}
 	if !slices.Equal(rules, want) {
 		t.Errorf("parseIgnore:\n got %+v\nwant %+v", rules, want)

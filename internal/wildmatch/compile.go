@@ -117,13 +117,10 @@ func tokenize(p string) (toks []token, ok bool) {
 			toks = append(toks, token{kind: tokAny})
 			i++
 		case '[':
-			if _, next := matchClass(p, i, 0); next == 0 {
-				return nil, false
-			}
 			set := new([256]bool)
-			next := 0
-			for b := range 256 {
-				set[b], next = matchClass(p, i, byte(b))
+			var next int
+			if *set, next = classSet(p, i); next == 0 {
+				return nil, false
 			}
 			set['/'] = false
 			toks = append(toks, token{kind: tokClass, set: set})

@@ -23,19 +23,30 @@ func Match(pattern, text string) bool {
 
 // matchClass matches c against the class opening at p[open] == '['. It
 // returns whether c is in the class and the index after the closing ']';
-// a malformed class matches nothing.
+// a malformed class matches nothing (next is 0).
 func matchClass(p string, open int, c byte) (ok bool, next int) {
+	set, next := classSet(p, open)
+	if next == 0 {
+		return false, 0
+	}
+	return set[c], next
+}
+
+// classSet parses the class opening at p[open] == '[' as git's wildmatch
+// does, in one pass, into the set of bytes it matches ('/' included: the
+// caller excludes it). next is the index after the closing ']', or 0 for
+// a malformed class.
+func classSet(p string, open int) (set [256]bool, next int) {
 	i := open + 1
 	negated := i < len(p) && (p[i] == '!' || p[i] == '^')
 	if negated {
 		i++
 	}
-	matched := false
 	var prev byte
 	hasPrev := false
 	for first := true; ; first = false {
 		if i >= len(p) {
-			return false, 0
+			return set, 0
 		}
 		ch := p[i]
 		if ch == ']' && !first {
@@ -45,10 +56,10 @@ func matchClass(p string, open int, c byte) (ok bool, next int) {
 		case ch == '\\':
 			i++
 			if i >= len(p) {
-				return false, 0
+				return set, 0
 			}
 			ch = p[i]
-			matched = matched || c == ch
+			set[ch] = true
 			prev, hasPrev = ch, true
 		case ch == '-' && hasPrev && i+1 < len(p) && p[i+1] != ']':
 			i++
@@ -56,11 +67,13 @@ func matchClass(p string, open int, c byte) (ok bool, next int) {
 			if hi == '\\' {
 				i++
 				if i >= len(p) {
-					return false, 0
+					return set, 0
 				}
 				hi = p[i]
 			}
-			matched = matched || (prev <= c && c <= hi)
+			for b := int(prev); b <= int(hi); b++ {
+				set[b] = true
+			}
 			hasPrev = false
 		case ch == '[' && i+1 < len(p) && p[i+1] == ':':
 			end := i + 2
@@ -68,27 +81,36 @@ func matchClass(p string, open int, c byte) (ok bool, next int) {
 				end++
 			}
 			if end >= len(p) {
-				return false, 0
+				return set, 0
 			}
 			if end == i+2 || p[end-1] != ':' {
 				// Not a [:name:] class: a literal '['.
-				matched = matched || c == '['
+				set['['] = true
 				prev, hasPrev = '[', true
 				break
 			}
-			in, known := posixClass(p[i+2:end-1], c)
-			if !known {
-				return false, 0
+			name := p[i+2 : end-1]
+			if _, known := posixClass(name, 0); !known {
+				return set, 0
 			}
-			matched = matched || in
+			for b := range 256 {
+				if in, _ := posixClass(name, byte(b)); in {
+					set[b] = true
+				}
+			}
 			i, hasPrev = end, false
 		default:
-			matched = matched || c == ch
+			set[ch] = true
 			prev, hasPrev = ch, true
 		}
 		i++
 	}
-	return matched != negated, i + 1
+	if negated {
+		for b := range set {
+			set[b] = !set[b]
+		}
+	}
+	return set, i + 1
 }
 
 // posixClass reports whether c belongs to the named [:class:], and

@@ -80,7 +80,7 @@ func (m *wildMatcher) match(pi, ti int) bool {
 			if ti == len(t) || t[ti] == '/' {
 				return false
 			}
-			ok, next := matchClass(p, pi, t[ti])
+			ok, next := refMatchClass(p, pi, t[ti])
 			if !ok {
 				return false
 			}
@@ -99,4 +99,74 @@ func (m *wildMatcher) match(pi, ti int) bool {
 		}
 	}
 	return ti == len(t)
+}
+
+// refMatchClass is the class matcher of refMatch: it matches c against the class opening at p[open] == '['. It
+// returns whether c is in the class and the index after the closing ']';
+// a malformed class matches nothing.
+func refMatchClass(p string, open int, c byte) (ok bool, next int) {
+	i := open + 1
+	negated := i < len(p) && (p[i] == '!' || p[i] == '^')
+	if negated {
+		i++
+	}
+	matched := false
+	var prev byte
+	hasPrev := false
+	for first := true; ; first = false {
+		if i >= len(p) {
+			return false, 0
+		}
+		ch := p[i]
+		if ch == ']' && !first {
+			break
+		}
+		switch {
+		case ch == '\\':
+			i++
+			if i >= len(p) {
+				return false, 0
+			}
+			ch = p[i]
+			matched = matched || c == ch
+			prev, hasPrev = ch, true
+		case ch == '-' && hasPrev && i+1 < len(p) && p[i+1] != ']':
+			i++
+			hi := p[i]
+			if hi == '\\' {
+				i++
+				if i >= len(p) {
+					return false, 0
+				}
+				hi = p[i]
+			}
+			matched = matched || (prev <= c && c <= hi)
+			hasPrev = false
+		case ch == '[' && i+1 < len(p) && p[i+1] == ':':
+			end := i + 2
+			for end < len(p) && p[end] != ']' {
+				end++
+			}
+			if end >= len(p) {
+				return false, 0
+			}
+			if end == i+2 || p[end-1] != ':' {
+				// Not a [:name:] class: a literal '['.
+				matched = matched || c == '['
+				prev, hasPrev = '[', true
+				break
+			}
+			in, known := posixClass(p[i+2:end-1], c)
+			if !known {
+				return false, 0
+			}
+			matched = matched || in
+			i, hasPrev = end, false
+		default:
+			matched = matched || c == ch
+			prev, hasPrev = ch, true
+		}
+		i++
+	}
+	return matched != negated, i + 1
 }
