@@ -76,10 +76,10 @@ type snapshot struct {
 	dropped droppedEntries
 	// pending are the refusals of entries that only matter if the entry
 	// is to be committed: decided once every .gitignore is known.
-	pending []pendingRefusal
-	unsafe  *UnsafeSnapshotError
-	spool   *os.File
-	spoolEnd    int64
+	pending  []pendingRefusal
+	unsafe   *UnsafeSnapshotError
+	spool    *os.File
+	spoolEnd int64
 	// small holds the content of one small file at a time; copyBuf is the
 	// buffer of every larger copy. Both are reused from entry to entry.
 	small, copyBuf []byte
