@@ -54,7 +54,11 @@ func (s *snapshot) dropIgnored(hdr *tar.Header, name string) bool {
 		start = i
 		x := h.Sum64()
 		parent := name[:i]
-		if e, ok := s.entries[parent]; (ok && e.kind != kindDir) || d.nonDirs[x] {
+		if e, ok := s.entries[parent]; ok && e.kind != kindDir {
+			s.unsafe.add(hdr.Name, fmt.Sprintf("inside %s %q", e.kind, parent))
+			return true
+		}
+		if d.nonDirs[x] {
 			s.unsafe.add(hdr.Name, fmt.Sprintf("inside a file or symlink %q", parent))
 			return true
 		}
