@@ -33,7 +33,9 @@ type CommitOptions struct {
 	// MaxFileSize refuses larger files; DefaultMaxFileSize if zero.
 	MaxFileSize int64
 	// MaxEntries refuses snapshots with more tar entries, counting those
-	// of the skipped .git directories; DefaultMaxEntries if zero.
+	// of the skipped .git directories but not the untracked entries of
+	// ignored directories (of which ten times as many may be dropped);
+	// DefaultMaxEntries if zero.
 	MaxEntries int
 	// Protected are globs (see policy.Protection) of paths the commit may
 	// not add, modify, delete or change the type of, under any spelling a
@@ -127,7 +129,10 @@ type CommitResult struct {
 // A snapshot holding absolute paths, ".." components, hard links, devices,
 // FIFOs, entries below a file or symlink, duplicates, a file over
 // MaxFileSize or more than MaxEntries entries is refused as a whole with an
-// *UnsafeSnapshotError, before anything is written.
+// *UnsafeSnapshotError, before anything is written; hard links, devices,
+// FIFOs and large files that git add -A would leave out as ignored are
+// dropped instead (see readSnapshot), and so are the entries of ignored
+// directories. Ignore rules beyond the bounds of ignore.go refuse it too.
 //
 // Only objects and the branch are written: HEAD, the index, the worktree
 // and the config of the repository are never touched. The branch is

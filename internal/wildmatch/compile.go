@@ -159,8 +159,9 @@ func (p *Pattern) build(toks []token) {
 	p.loopAll, p.loopDir, p.eps1, p.eps3 = newRow(), newRow(), newRow(), newRow()
 	var rows [256][]uint64
 	anyRow := newRow() // consumes any byte but '/'
+	backing := make([]uint64, 256*w)
 	for b := range rows {
-		rows[b] = newRow()
+		rows[b] = backing[b*w : (b+1)*w : (b+1)*w]
 	}
 	for i, t := range toks {
 		bit, word := uint64(1)<<(i%64), i/64
