@@ -48,7 +48,8 @@ type ignoreRules struct {
 	dirs    map[string][]ignoreRule // by directory of the .gitignore; "" is the root
 	nrules  int
 	nbytes  int
-	// topExcluded caches excludedDir; it is cleared when rules are added.
+	// topExcluded caches excludedDir; the entries rules added can change
+	// are dropped.
 	topExcluded map[string]string
 	// steps counts the matcher's work (wildmatch.Pattern.MatchCounting).
 	steps int
@@ -89,7 +90,16 @@ func (ig *ignoreRules) addFile(dir string, content []byte) error {
 		return err
 	}
 	ig.dirs[dir] = rules
-	clear(ig.topExcluded)
+	if dir == "" {
+		clear(ig.topExcluded)
+		return nil
+	}
+	// The rules of dir/.gitignore only match paths below dir.
+	for d := range ig.topExcluded {
+		if strings.HasPrefix(d, dir+"/") {
+			delete(ig.topExcluded, d)
+		}
+	}
 	return nil
 }
 

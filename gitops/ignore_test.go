@@ -128,3 +128,31 @@ func TestParseIgnore(t *testing.T) {
 		t.Errorf("parseIgnore:\n got %+v\nwant %+v", rules, want)
 	}
 }
+
+// Rules added after paths were evaluated give the verdicts of rules built
+// at once: the cache of excluded directories forgets what they can change.
+func TestIgnoreRulesAddedLater(t *testing.T) {
+	files := map[string][]byte{"": []byte("build/\n!keep/\n"), "a": []byte("x/\n!build/\n"), "a/b": []byte("*.o\n!build/\n")}
+	paths := []string{"build/f", "a/build/f", "a/x/f", "a/b/x/f", "a/b/f.o", "a/b/build/f", "c/build/f", "a/c/x/f"}
+	all, err := newIgnoreRules(nil, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := newIgnoreRules(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a/b", "", "a"} {
+		for _, p := range paths {
+			later.ignored(p) // fill the cache with verdicts about to change
+		}
+		if err := later.addFile(d, files[d]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range paths {
+		if got, want := later.ignored(p), all.ignored(p); got != want {
+			t.Errorf("ignored(%q) = %v with rules added later, %v with rules built at once", p, got, want)
+		}
+	}
+}
