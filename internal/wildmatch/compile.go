@@ -1,6 +1,7 @@
 package wildmatch
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -196,36 +197,28 @@ func (p *Pattern) build(toks []token) {
 			p.minLen-- // the '/' that follows is optional
 		}
 	}
-	// Bytes that every token treats alike share one row.
-	seen := make(map[string]uint8)
+	// Bytes that every token treats alike share one row; patterns have a
+	// handful of distinct rows, so a linear search finds them.
+	classes := 0
 	for b := range rows {
 		if b != '/' {
 			for k := range anyRow {
 				rows[b][k] |= anyRow[k]
 			}
 		}
-		key := rowKey(rows[b], b == '/')
-		id, ok := seen[key]
-		if !ok {
-			id = uint8(len(seen))
-			seen[key] = id
+		id := -1
+		for c := range classes {
+			if slices.Equal(p.adv[c*w:(c+1)*w], rows[b]) {
+				id = c
+				break
+			}
+		}
+		if id < 0 {
+			id, classes = classes, classes+1
 			p.adv = append(p.adv, rows[b]...)
 		}
-		p.class[b] = id
+		p.class[b] = uint8(id)
 	}
-}
-
-func rowKey(row []uint64, slash bool) string {
-	var b strings.Builder
-	if slash {
-		b.WriteByte('/')
-	}
-	for _, x := range row {
-		for s := 0; s < 64; s += 8 {
-			b.WriteByte(byte(x >> s))
-		}
-	}
-	return b.String()
 }
 
 // Match reports whether text matches the pattern.

@@ -115,3 +115,11 @@ func BenchmarkHostile(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompile measures compiling a typical ignore pattern.
+func BenchmarkCompile(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Compile("src/**/gen-*.[ch]")
+	}
+}
