@@ -66,11 +66,12 @@ type attrAssign struct {
 // attrRule is one line of an attributes file: a pattern with the states it
 // assigns, or the definition of a macro ("[attr]name states...").
 type attrRule struct {
-	pattern  string // without a leading '/'; empty for a macro
-	basename bool   // no '/' in the pattern: matched against the file name
-	literal  bool   // no wildcard in the pattern
-	suffix   bool   // "*" and a literal: a basename ending with it
-	macro    string // the name a macro line defines
+	pattern  string             // without a leading '/'; empty for a macro
+	basename bool               // no '/' in the pattern: matched against the file name
+	literal  bool               // no wildcard in the pattern
+	suffix   bool               // "*" and a literal: a basename ending with it
+	glob     *wildmatch.Pattern // pattern compiled when first matched
+	macro    string             // the name a macro line defines
 	assigns  []attrAssign
 }
 
@@ -309,8 +310,12 @@ func (a *gitAttributes) result() pathAttrs {
 // matches reports whether the rule of the .gitattributes in dir applies
 // to file p, whose last component is base: a pattern without '/' is
 // matched against base, any other against the path relative to dir, with
-// git's pathname rules (internal/wildmatch).
+// git's pathname rules (internal/wildmatch, compiled once per rule and
+// linear in the path's length).
 func (r *attrRule) matches(dir, p, base string) bool {
+	if !r.literal && !r.suffix && r.glob == nil {
+		r.glob = wildmatch.Compile(r.pattern)
+	}
 	if r.basename {
 		switch {
 		case r.literal:
@@ -318,7 +323,7 @@ func (r *attrRule) matches(dir, p, base string) bool {
 		case r.suffix:
 			return strings.HasSuffix(base, r.pattern[1:])
 		}
-		return wildmatch.Match(r.pattern, base)
+		return r.glob.Match(base)
 	}
 	rel := p
 	if dir != "" {
@@ -330,5 +335,5 @@ func (r *attrRule) matches(dir, p, base string) bool {
 	if r.literal {
 		return rel == r.pattern
 	}
-	return wildmatch.Match(r.pattern, rel)
+	return r.glob.Match(rel)
 }

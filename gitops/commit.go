@@ -33,7 +33,9 @@ type CommitOptions struct {
 	// MaxFileSize refuses larger files; DefaultMaxFileSize if zero.
 	MaxFileSize int64
 	// MaxEntries refuses snapshots with more tar entries, counting those
-	// of the skipped .git directories; DefaultMaxEntries if zero.
+	// of the skipped .git directories but not the untracked entries of
+	// ignored directories (of which ten times as many may be dropped);
+	// DefaultMaxEntries if zero.
 	MaxEntries int
 	// Protected are globs (see policy.Protection) of paths the commit may
 	// not add, modify, delete or change the type of, under any spelling a
@@ -127,7 +129,10 @@ type CommitResult struct {
 // A snapshot holding absolute paths, ".." components, hard links, devices,
 // FIFOs, entries below a file or symlink, duplicates, a file over
 // MaxFileSize or more than MaxEntries entries is refused as a whole with an
-// *UnsafeSnapshotError, before anything is written.
+// *UnsafeSnapshotError, before anything is written; hard links, devices,
+// FIFOs and large files that git add -A would leave out as ignored are
+// dropped instead (see readSnapshot), and so are the entries of ignored
+// directories. Ignore rules beyond the bounds of ignore.go refuse it too.
 //
 // Only objects and the branch are written: HEAD, the index, the worktree
 // and the config of the repository are never touched. The branch is
@@ -169,17 +174,21 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err != nil {
 		return CommitResult{}, err
 	}
-	snap, cleanup, err := parseSnapshot(ctx, repo, baseFiles, snapshot, opts)
+	exclude, err := infoExclude(repo)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	ig, err := newIgnoreRules(exclude, nil)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	snap, cleanup, err := parseSnapshot(ctx, repo, baseFiles, snapshot, opts, ig)
 	if err != nil {
 		return CommitResult{}, err
 	}
 	defer cleanup()
 
-	exclude, err := infoExclude(repo)
-	if err != nil {
-		return CommitResult{}, err
-	}
-	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, newIgnoreRules(exclude, snap.ignoreFiles))
+	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, ig)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -190,7 +199,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := writeBlobs(ctx, repo, snap, files); err != nil {
 		return CommitResult{}, err
 	}
-	tree, err := writeTree(st, files)
+	tree, err := writeTree(ctx, st, files)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -229,7 +238,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 
 // parseSnapshot reads the tar stream, spooling the content of blobs the
 // repository lacks to an unlinked temporary file.
-func parseSnapshot(ctx context.Context, repo *git.Repository, baseFiles map[string]treeEntry, r io.Reader, opts CommitOptions) (*snapshot, func(), error) {
+func parseSnapshot(ctx context.Context, repo *git.Repository, baseFiles map[string]treeEntry, r io.Reader, opts CommitOptions, ig *ignoreRules) (*snapshot, func(), error) {
 	lim := snapshotLimits{maxFileSize: opts.MaxFileSize, maxEntries: opts.MaxEntries}
 	if lim.maxFileSize <= 0 {
 		lim.maxFileSize = DefaultMaxFileSize
@@ -255,7 +264,7 @@ func parseSnapshot(ctx context.Context, repo *git.Repository, baseFiles map[stri
 		_ = spool.Close()
 		_ = os.Remove(spool.Name())
 	}
-	snap, err := readSnapshot(ctx, r, lim, known, spool)
+	snap, err := readSnapshot(ctx, r, lim, known, spool, ig, baseFiles)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -296,7 +305,7 @@ func infoExclude(repo *git.Repository) ([]byte, error) {
 		return nil, fmt.Errorf("open info/exclude: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, DefaultMaxFileSize))
+	b, err := io.ReadAll(io.LimitReader(f, maxIgnoreFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read info/exclude: %w", err)
 	}

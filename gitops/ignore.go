@@ -2,20 +2,33 @@ package gitops
 
 import (
 	"bytes"
+	"fmt"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/runner-dev/runner/internal/wildmatch"
 )
 
+// Bounds on the ignore rules of one commit. Every untracked path is matched
+// against the rules of the directories above it, so they bound the host's
+// CPU and memory against a workspace written to spend them; real
+// repositories stay far below (a .gitignore of a few KiB, a few hundred
+// rules in all). Crossing one refuses the snapshot, naming the file.
+const (
+	maxIgnoreFileSize = 1 << 20 // bytes of one .gitignore or info/exclude
+	maxIgnoreRules    = 10_000  // rules of all files together
+	maxIgnoreBytes    = 1 << 20 // bytes of the patterns of all files together
+	maxIgnorePattern  = 1024    // bytes of one pattern
+)
+
 // ignoreRule is one pattern line of a .gitignore file or of info/exclude.
 type ignoreRule struct {
-	dir      string // directory of the file holding the rule; "" for the root
 	pattern  string // glob, without the leading '!' and trailing '/'
 	negate   bool   // "!pattern" re-includes
 	dirOnly  bool   // "pattern/" matches directories only
 	basename bool   // no '/' in pattern: matched against the last component
+	line     int    // in its file, for messages
+	glob     *wildmatch.Pattern
 }
 
 // ignoreRules answers "would git add -A skip this untracked path?". It
@@ -25,54 +38,110 @@ type ignoreRule struct {
 // excluded by "*.log" and lets "!dir/x" rescue a file inside an excluded
 // "dir/**", both of which git refuses. Here a path is ignored when one of
 // its parent directories is excluded, or else when the last rule matching
-// the path itself is not a negation.
+// the path itself is not a negation: the rules of the deepest .gitignore
+// above it first, a later line before an earlier one, info/exclude last.
+//
+// Patterns are compiled once (wildmatch.Compile) and matched in linear
+// time. An ignoreRules is not safe for concurrent use.
 type ignoreRules struct {
-	rules   []ignoreRule // ascending priority
-	dirSeen map[string]bool
+	exclude []ignoreRule            // info/exclude and other low-priority lists
+	dirs    map[string][]ignoreRule // by directory of the .gitignore; "" is the root
+	nrules  int
+	nbytes  int
+	// topExcluded caches excludedDir; the entries rules added can change
+	// are dropped.
+	topExcluded map[string]string
+	// steps counts the matcher's work (wildmatch.Pattern.MatchCounting).
+	steps int
 }
 
-// newIgnoreRules builds the rules from info/exclude (lowest priority) and
-// the .gitignore files of the snapshot, keyed by directory; a deeper file
-// takes priority over a shallower one, a later line over an earlier one.
-func newIgnoreRules(exclude []byte, files map[string][]byte) *ignoreRules {
-	ig := &ignoreRules{dirSeen: make(map[string]bool)}
-	ig.rules = parseIgnore("", exclude)
-	dirs := make([]string, 0, len(files))
-	for d := range files {
-		dirs = append(dirs, d)
+// newIgnoreRules builds the rules from exclude (info/exclude, or any list
+// of lowest priority) and the .gitignore files in files, keyed by
+// directory. An error names the file whose rules cross a bound.
+func newIgnoreRules(exclude []byte, files map[string][]byte) (*ignoreRules, error) {
+	ig := &ignoreRules{dirs: make(map[string][]ignoreRule), topExcluded: make(map[string]string)}
+	if err := ig.addExclude("info/exclude", exclude); err != nil {
+		return nil, err
 	}
-	slices.SortFunc(dirs, func(a, b string) int {
-		if da, db := depth(a), depth(b); da != db {
-			return da - db
+	for d, content := range files {
+		if err := ig.addFile(d, content); err != nil {
+			return nil, err
 		}
-		return strings.Compare(a, b)
-	})
-	for _, d := range dirs {
-		ig.rules = append(ig.rules, parseIgnore(d, files[d])...)
 	}
-	return ig
+	return ig, nil
 }
 
-func depth(dir string) int {
-	if dir == "" {
-		return 0
+// addExclude adds a list of lowest priority, below those already added;
+// where names it in errors.
+func (ig *ignoreRules) addExclude(where string, content []byte) error {
+	rules, err := ig.parse(where, content)
+	if err != nil {
+		return err
 	}
-	return strings.Count(dir, "/") + 1
+	ig.exclude = append(rules, ig.exclude...)
+	clear(ig.topExcluded)
+	return nil
+}
+
+// addFile adds the .gitignore of directory dir ("" for the root).
+func (ig *ignoreRules) addFile(dir string, content []byte) error {
+	rules, err := ig.parse(path.Join(dir, ".gitignore"), content)
+	if err != nil {
+		return err
+	}
+	ig.dirs[dir] = rules
+	if dir == "" {
+		clear(ig.topExcluded)
+		return nil
+	}
+	// The rules of dir/.gitignore only match paths below dir.
+	for d := range ig.topExcluded {
+		if strings.HasPrefix(d, dir+"/") {
+			delete(ig.topExcluded, d)
+		}
+	}
+	return nil
+}
+
+// parse reads and compiles the rules of one file, within the bounds.
+func (ig *ignoreRules) parse(where string, content []byte) ([]ignoreRule, error) {
+	if len(content) > maxIgnoreFileSize {
+		return nil, fmt.Errorf("%s: ignore file of %d bytes exceeds the %d-byte limit", where, len(content), maxIgnoreFileSize)
+	}
+	rules := parseIgnore(content)
+	for i := range rules {
+		r := &rules[i]
+		if len(r.pattern) > maxIgnorePattern {
+			return nil, fmt.Errorf("%s:%d: ignore pattern of %d bytes exceeds the %d-byte limit", where, r.line, len(r.pattern), maxIgnorePattern)
+		}
+		ig.nbytes += len(r.pattern)
+		r.glob = wildmatch.Compile(r.pattern)
+	}
+	ig.nrules += len(rules)
+	switch {
+	case ig.nrules > maxIgnoreRules:
+		return nil, fmt.Errorf("%s: more than %d ignore rules in all: refused to spare the host", where, maxIgnoreRules)
+	case ig.nbytes > maxIgnoreBytes:
+		return nil, fmt.Errorf("%s: more than %d bytes of ignore patterns in all: refused to spare the host", where, maxIgnoreBytes)
+	}
+	return rules, nil
 }
 
 // parseIgnore reads gitignore lines: a UTF-8 BOM, CR before LF, blank
 // lines and lines starting with '#' are skipped; trailing spaces are
 // dropped unless escaped with '\'.
-func parseIgnore(dir string, content []byte) []ignoreRule {
+func parseIgnore(content []byte) []ignoreRule {
 	content = bytes.TrimPrefix(content, []byte("\xef\xbb\xbf"))
 	var rules []ignoreRule
+	n := 0
 	for line := range strings.SplitSeq(string(content), "\n") {
+		n++
 		line = strings.TrimSuffix(line, "\r")
 		if line == "" || line[0] == '#' {
 			continue
 		}
 		line = trimTrailingSpaces(line)
-		r := ignoreRule{dir: dir}
+		r := ignoreRule{line: n}
 		if strings.HasPrefix(line, "!") {
 			r.negate, line = true, line[1:]
 		}
@@ -114,37 +183,66 @@ func (ig *ignoreRules) ignored(p string) bool {
 
 // dirExcluded reports whether directory d, or one of its parents, is
 // excluded; git does not look inside an excluded directory.
-func (ig *ignoreRules) dirExcluded(d string) bool {
-	if v, ok := ig.dirSeen[d]; ok {
+func (ig *ignoreRules) dirExcluded(d string) bool { return ig.excludedDir(d) != "" }
+
+// excludedDir returns the outermost excluded directory among d and its
+// parents, or "" when none is.
+func (ig *ignoreRules) excludedDir(d string) string {
+	if v, ok := ig.topExcluded[d]; ok {
 		return v
 	}
-	parent := path.Dir(d)
-	v := (parent != "." && ig.dirExcluded(parent)) || ig.excluded(d, true)
-	ig.dirSeen[d] = v
+	var v string
+	if parent := path.Dir(d); parent != "." {
+		v = ig.excludedDir(parent)
+	}
+	if v == "" && ig.excluded(d, true) {
+		v = d
+	}
+	ig.topExcluded[d] = v
 	return v
 }
 
-// excluded applies the last rule matching p itself.
+// excluded applies the first rule matching p itself, from the deepest
+// .gitignore above p to the root's, then info/exclude.
 func (ig *ignoreRules) excluded(p string, isDir bool) bool {
-	for i := len(ig.rules) - 1; i >= 0; i-- {
-		r := &ig.rules[i]
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	for dir := p; ; {
+		i := strings.LastIndexByte(dir, '/')
+		if i < 0 {
+			dir = ""
+		} else {
+			dir = dir[:i]
+		}
+		rel := p
+		if dir != "" {
+			rel = p[len(dir)+1:]
+		}
+		if m, ok := ig.match(ig.dirs[dir], rel, base, isDir); ok {
+			return m
+		}
+		if dir == "" {
+			break
+		}
+	}
+	m, _ := ig.match(ig.exclude, p, base, isDir)
+	return m
+}
+
+// match applies the last rule of rules matching rel (base its last
+// component); ok is false when none does.
+func (ig *ignoreRules) match(rules []ignoreRule, rel, base string, isDir bool) (excluded, ok bool) {
+	for i := len(rules) - 1; i >= 0; i-- {
+		r := &rules[i]
 		if r.dirOnly && !isDir {
 			continue
 		}
-		rel := p
-		if r.dir != "" {
-			var inside bool
-			rel, inside = strings.CutPrefix(p, r.dir+"/")
-			if !inside {
-				continue
-			}
-		}
+		text := rel
 		if r.basename {
-			rel = path.Base(rel)
+			text = base
 		}
-		if wildmatch.Match(r.pattern, rel) {
-			return !r.negate
+		if r.glob.MatchCounting(text, &ig.steps) {
+			return !r.negate, true
 		}
 	}
-	return false
+	return false, false
 }

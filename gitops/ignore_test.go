@@ -50,6 +50,19 @@ func TestIgnoreRulesAgreeWithGit(t *testing.T) {
 			paths:   []string{"x.secret", "x.txt", "a/x.txt", "a/b/x.txt", "a/b/c/x.txt", "keep.me", "other.me"},
 		},
 		{
+			// Star-heavy patterns (small enough for git's own matcher),
+			// "**" runs, escaped slashes and classes after stars.
+			name: "wildcard corpus",
+			ignores: map[string]string{
+				"":    "*a*a*a*b\na*a*a*a*c\n[!x]*[!y]*?z\n**/**/deep\nq/**/**/r\n**\\/esc\n*[[:digit:]]*[[:upper:]]\nw**x\n/**/top/**/*.t\n",
+				"sub": "**/*a?a*\n!keep*\n*/*/n\n",
+			},
+			paths: []string{
+				"aaab", "xaxaxab", "aab", "aaaac", "aaac", "abz", "xyz", "axz", "deep", "u/v/deep", "q/r", "q/s/t/r", "esc", "d/esc", "d/e/esc",
+				"x1Y", "x1y", "wzzx", "w/x", "top/a.t", "p/top/b/c.t", "sub/zaka", "sub/keepaxa", "sub/m/o/n", "sub/m/n", "sub/zz",
+			},
+		},
+		{
 			name:    "whitespace comments and bom",
 			ignores: map[string]string{"": "\xef\xbb\xbfbom.txt\n# comment.txt\n\\#hash.txt\ntrail.txt  \nspace\\ .txt\n  lead.txt\r\n\n!\n/\n\\!bang.txt\n"},
 			paths:   []string{"bom.txt", "# comment.txt", "#hash.txt", "trail.txt", "space .txt", "  lead.txt", "lead.txt", "!bang.txt", "x"},
@@ -58,7 +71,7 @@ func TestIgnoreRulesAgreeWithGit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "w")
-			gitRun(t, t.TempDir(), "init", "-q", dir)
+			gitBounded(t, t.TempDir(), "init", "-q", dir)
 			files := make(map[string]file)
 			all := slices.Clone(tt.paths)
 			for d, content := range tt.ignores {
@@ -75,14 +88,17 @@ func TestIgnoreRulesAgreeWithGit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			gitRun(t, dir, "add", "-A")
-			staged := strings.Split(gitRun(t, dir, "-c", "core.quotePath=false", "ls-files"), "\n")
+			gitBounded(t, dir, "add", "-A")
+			staged := strings.Split(gitBounded(t, dir, "-c", "core.quotePath=false", "ls-files"), "\n")
 
 			ignoreFiles := make(map[string][]byte)
 			for d, content := range tt.ignores {
 				ignoreFiles[d] = []byte(content)
 			}
-			ig := newIgnoreRules([]byte(tt.exclude), ignoreFiles)
+			ig, err := newIgnoreRules([]byte(tt.exclude), ignoreFiles)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var kept []string
 			for _, p := range all {
 				if !ig.ignored(p) {
@@ -99,16 +115,44 @@ func TestIgnoreRulesAgreeWithGit(t *testing.T) {
 }
 
 func TestParseIgnore(t *testing.T) {
-	rules := parseIgnore("sub", []byte("\xef\xbb\xbf*.o\r\n# c\n\n!keep/\n/anchored\na/b/\ntrail  \nesc\\ \n!\n"))
+	rules := parseIgnore([]byte("\xef\xbb\xbf*.o\r\n# c\n\n!keep/\n/anchored\na/b/\ntrail  \nesc\\ \n!\n"))
 	want := []ignoreRule{
-		{dir: "sub", pattern: "*.o", basename: true},
-		{dir: "sub", pattern: "keep", negate: true, dirOnly: true, basename: true},
-		{dir: "sub", pattern: "anchored"},
-		{dir: "sub", pattern: "a/b", dirOnly: true},
-		{dir: "sub", pattern: "trail", basename: true},
-		{dir: "sub", pattern: `esc\ `, basename: true},
+		{pattern: "*.o", basename: true, line: 1},
+		{pattern: "keep", negate: true, dirOnly: true, basename: true, line: 4},
+		{pattern: "anchored", line: 5},
+		{pattern: "a/b", dirOnly: true, line: 6},
+		{pattern: "trail", basename: true, line: 7},
+		{pattern: `esc\ `, basename: true, line: 8},
 	}
 	if !slices.Equal(rules, want) {
 		t.Errorf("parseIgnore:\n got %+v\nwant %+v", rules, want)
+	}
+}
+
+// Rules added after paths were evaluated give the verdicts of rules built
+// at once: the cache of excluded directories forgets what they can change.
+func TestIgnoreRulesAddedLater(t *testing.T) {
+	files := map[string][]byte{"": []byte("build/\n!keep/\n"), "a": []byte("x/\n!build/\n"), "a/b": []byte("*.o\n!build/\n")}
+	paths := []string{"build/f", "a/build/f", "a/x/f", "a/b/x/f", "a/b/f.o", "a/b/build/f", "c/build/f", "a/c/x/f"}
+	all, err := newIgnoreRules(nil, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := newIgnoreRules(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a/b", "", "a"} {
+		for _, p := range paths {
+			later.ignored(p) // fill the cache with verdicts about to change
+		}
+		if err := later.addFile(d, files[d]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range paths {
+		if got, want := later.ignored(p), all.ignored(p); got != want {
+			t.Errorf("ignored(%q) = %v with rules added later, %v with rules built at once", p, got, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"path"
@@ -23,6 +24,11 @@ const (
 	DefaultMaxFileSize = 100 << 20
 	DefaultMaxEntries  = 200_000
 )
+
+// ignoredEntriesFactor bounds the entries of ignored directories that a
+// snapshot may hold, as a multiple of MaxEntries: they are dropped while
+// read, but reading them still costs the host time and a few bytes each.
+const ignoredEntriesFactor = 10
 
 type entryKind uint8
 
@@ -62,11 +68,20 @@ type snapEntry struct {
 // relative to the workspace root.
 type snapshot struct {
 	entries map[string]*snapEntry
-	// ignoreFiles maps a directory ("" for the root) to the content of the
-	// regular file .gitignore it holds.
-	ignoreFiles map[string][]byte
-	spool       *os.File
-	spoolEnd    int64
+	// ignore holds info/exclude and the snapshot's .gitignore files read
+	// so far (every regular file named .gitignore outside an excluded
+	// directory).
+	ignore *ignoreRules
+	// tracked are the paths of the base tree: never dropped as ignored.
+	tracked map[string]treeEntry
+	// dropped describes the entries left out while read (see dropIgnored).
+	dropped droppedEntries
+	// pending are the refusals of entries that only matter if the entry
+	// is to be committed: decided once every .gitignore is known.
+	pending  []pendingRefusal
+	unsafe   *UnsafeSnapshotError
+	spool    *os.File
+	spoolEnd int64
 	// small holds the content of one small file at a time; copyBuf is the
 	// buffer of every larger copy. Both are reused from entry to entry.
 	small, copyBuf []byte
@@ -87,20 +102,40 @@ type snapshotLimits struct {
 	maxEntries  int
 }
 
+// pendingRefusal is an entry refused unless git add -A would leave it out
+// as ignored and untracked.
+type pendingRefusal struct {
+	raw, name, reason string
+}
+
 // readSnapshot parses the tar stream in one pass. It refuses the whole
 // stream with an *UnsafeSnapshotError listing every offending entry, and
 // skips the agent's .git directories. known reports blobs the repository
 // already holds; others are copied to spool. Nothing is written anywhere
 // else.
-func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known func(plumbing.Hash) bool, spool *os.File) (*snapshot, error) {
+//
+// Output git add -A would leave out never refuses the snapshot: an
+// untracked entry inside a directory the rules read so far exclude (ig,
+// then the snapshot's .gitignore files as they come) is dropped unread and
+// counts against ignoredEntriesFactor × MaxEntries instead of MaxEntries;
+// a hard link, a device, a file over MaxFileSize elsewhere is refused
+// only if, once every .gitignore is known, it is tracked or not ignored.
+// What protects the host holds for every entry: names (absolute, "..",
+// NUL), entries below a file or symlink, the bounds on entries and on the
+// ignore rules.
+func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known func(plumbing.Hash) bool, spool *os.File, ig *ignoreRules, tracked map[string]treeEntry) (*snapshot, error) {
 	s := &snapshot{
-		entries:     make(map[string]*snapEntry),
-		ignoreFiles: make(map[string][]byte),
-		spool:       spool,
+		entries: make(map[string]*snapEntry),
+		ignore:  ig,
+		tracked: tracked,
+		spool:   spool,
+		unsafe:  &UnsafeSnapshotError{},
 	}
-	unsafe := &UnsafeSnapshotError{}
-	tr := tar.NewReader(r)
-	for n := 0; ; n++ {
+	s.dropped.seed = maphash.MakeSeed()
+	unsafe := s.unsafe
+	maxIgnored := ignoredEntriesFactor * lim.maxEntries
+	tr := tar.NewReader(ctxReader{ctx, r})
+	for n := 0; ; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -111,11 +146,18 @@ func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known fu
 		if err != nil {
 			return nil, fmt.Errorf("read snapshot: %w", err)
 		}
-		if n >= lim.maxEntries {
+		name, reason := entryPath(hdr.Name)
+		if reason == "" && name != "" && s.dropIgnored(hdr, name) {
+			if s.dropped.count > maxIgnored {
+				unsafe.add(hdr.Name, fmt.Sprintf("more than %d entries in ignored directories", maxIgnored))
+				break
+			}
+			continue
+		}
+		if n++; n > lim.maxEntries {
 			unsafe.add(hdr.Name, fmt.Sprintf("more than %d entries", lim.maxEntries))
 			break
 		}
-		name, reason := entryPath(hdr.Name)
 		if reason != "" {
 			unsafe.add(hdr.Name, reason)
 			continue
@@ -130,14 +172,21 @@ func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known fu
 			s.noteDotGit(name)
 			continue
 		}
-		reason, err = s.add(tr, hdr, name, lim, known, unsafe.Total == 0)
+		reason, soft, err := s.add(tr, hdr, name, lim, known, unsafe.Total == 0)
 		if err != nil {
 			return nil, fmt.Errorf("read snapshot entry %q: %w", hdr.Name, err)
 		}
-		if reason != "" {
+		switch {
+		case reason == "":
+		case soft:
+			s.pending = append(s.pending, pendingRefusal{raw: hdr.Name, name: name, reason: reason})
+			s.dropped.noteNonDir(name) // for checkParents
+		default:
 			unsafe.add(hdr.Name, reason)
 		}
 	}
+	s.settlePending()
+	s.checkDropped()
 	s.checkParents(unsafe)
 	if unsafe.Total > 0 {
 		return nil, unsafe
@@ -145,10 +194,45 @@ func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known fu
 	return s, nil
 }
 
-// add records one entry and returns why it is refused, if it is; err
-// reports a stream or spool failure. Content is hashed and spooled only
-// while the snapshot is still acceptable.
-func (s *snapshot) add(tr *tar.Reader, hdr *tar.Header, name string, lim snapshotLimits, known func(plumbing.Hash) bool, readContent bool) (reason string, err error) {
+// settlePending refuses the pending entries that git add -A would not
+// leave out: tracked, or not ignored by the final rules.
+func (s *snapshot) settlePending() {
+	for _, p := range s.pending {
+		if _, tracked := s.tracked[p.name]; tracked || !s.ignore.ignored(p.name) {
+			s.unsafe.add(p.raw, p.reason)
+		}
+	}
+	s.pending = nil
+}
+
+// ctxReader ends a read once ctx is done, so that skipping or copying a
+// large entry stops with the task.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// add records one entry and returns why it is refused, if it is; soft
+// means the refusal stands only if the entry is to be committed (see
+// readSnapshot); err reports a stream or spool failure. Content is hashed
+// and spooled only while the snapshot is still acceptable.
+func (s *snapshot) add(tr *tar.Reader, hdr *tar.Header, name string, lim snapshotLimits, known func(plumbing.Hash) bool, readContent bool) (reason string, soft bool, err error) {
+	reason, err = s.addEntry(tr, hdr, name, lim, known, readContent)
+	switch hdr.Typeflag {
+	case tar.TypeDir, tar.TypeSymlink:
+		return reason, false, err
+	}
+	return reason, reason != "" && reason != "duplicate entry", err
+}
+
+func (s *snapshot) addEntry(tr *tar.Reader, hdr *tar.Header, name string, lim snapshotLimits, known func(plumbing.Hash) bool, readContent bool) (reason string, err error) {
 	if _, dup := s.entries[name]; dup {
 		return "duplicate entry", nil
 	}
@@ -209,8 +293,12 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	dst := []io.Writer{h, s.spool, cr}
 	var ignore *bytes.Buffer
 	if path.Base(name) == ".gitignore" {
-		ignore = &bytes.Buffer{}
-		dst = append(dst, ignore)
+		if e.size > maxIgnoreFileSize {
+			s.unsafe.add(e.raw, fmt.Sprintf("ignore file of %d bytes exceeds the %d-byte limit", e.size, maxIgnoreFileSize))
+		} else {
+			ignore = &bytes.Buffer{}
+			dst = append(dst, ignore)
+		}
 	}
 	n, err := io.CopyBuffer(io.MultiWriter(dst...), r, s.copyBuf)
 	if err == nil && n != e.size {
@@ -234,7 +322,7 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		s.spoolEnd += e.size
 	}
 	if ignore != nil {
-		s.keepIgnoreFile(name, ignore.Bytes())
+		s.keepIgnoreFile(e.raw, name, ignore.Bytes())
 	}
 	return nil
 }
@@ -261,18 +349,21 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 		s.spoolEnd += e.size
 	}
 	if path.Base(name) == ".gitignore" {
-		s.keepIgnoreFile(name, bytes.Clone(b))
+		s.keepIgnoreFile(e.raw, name, b)
 	}
 	return nil
 }
 
-// keepIgnoreFile records the content of the .gitignore file at name.
-func (s *snapshot) keepIgnoreFile(name string, content []byte) {
+// keepIgnoreFile adds the rules of the .gitignore file at name; a file
+// crossing the bounds on ignore rules refuses the snapshot.
+func (s *snapshot) keepIgnoreFile(raw, name string, content []byte) {
 	dir := path.Dir(name)
 	if dir == "." {
 		dir = ""
 	}
-	s.ignoreFiles[dir] = content
+	if err := s.ignore.addFile(dir, content); err != nil {
+		s.unsafe.add(raw, err.Error())
+	}
 }
 
 // content returns a reader over a spooled blob.
@@ -294,6 +385,12 @@ func (s *snapshot) checkParents(unsafe *UnsafeSnapshotError) {
 				bad = append(bad, e.raw)
 				reasons[e.raw] = fmt.Sprintf("inside %s %q", parent.kind, dir)
 				break
+			}
+		}
+		if _, ok := reasons[e.raw]; !ok {
+			if why := s.keptEntryShape(p, e); why != "" {
+				bad = append(bad, e.raw)
+				reasons[e.raw] = why
 			}
 		}
 	}

@@ -77,7 +77,10 @@ func planCommit(ctx context.Context, repo *git.Repository, base map[string]treeE
 		return nil, nil, err
 	}
 	nested := nestedRepos(base, snap, ig)
-	files := planTree(base, snap, ig, nested)
+	files, err := planTree(ctx, base, snap, ig, nested)
+	if err != nil {
+		return nil, nil, err
+	}
 	var warnings []string
 	warnings = append(warnings, nestedWarnings(base, snap, files, nested)...)
 	warnings = append(warnings, gitmodulesWarnings(repo, snap, base, files)...)
@@ -86,6 +89,9 @@ func planCommit(ctx context.Context, repo *git.Repository, base map[string]treeE
 		for p, f := range files {
 			if b, ok := base[p]; (ok && b == f) || objectType(f.mode) != filemode.Regular {
 				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
 			}
 			unusual.record(p, attrs.lookup(p))
 		}

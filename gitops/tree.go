@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path"
@@ -54,7 +55,9 @@ func flattenTree(s storer.EncodedObjectStorer, h plumbing.Hash) (map[string]tree
 //     deleted, one replaced by a file or a symlink changes type;
 //   - an untracked directory holding a .git of its own (nested) is left
 //     out whole (see nestedRepos).
-func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules, nested map[string]bool) map[string]treeEntry {
+//
+// It stops with ctx's error once ctx is done.
+func planTree(ctx context.Context, base map[string]treeEntry, snap *snapshot, ig *ignoreRules, nested map[string]bool) (map[string]treeEntry, error) {
 	out := make(map[string]treeEntry, len(base))
 	gitlinks := keptGitlinks(base, snap)
 	for p, be := range base {
@@ -70,12 +73,15 @@ func planTree(base map[string]treeEntry, snap *snapshot, ig *ignoreRules, nested
 		if e.kind == kindDir {
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if _, tracked := base[p]; tracked || underAny(gitlinks, p) || underAny(nested, p) || ig.ignored(p) {
 			continue
 		}
 		out[p] = treeEntry{mode: e.mode, hash: e.hash}
 	}
-	return out
+	return out, nil
 }
 
 // keptGitlinks are the gitlinks of base whose directory the snapshot
@@ -106,9 +112,12 @@ func underAny(dirs map[string]bool, p string) bool {
 
 // writeTree stores the trees holding files and returns the root tree hash.
 // Trees the repository already has are not written again.
-func writeTree(s storer.EncodedObjectStorer, files map[string]treeEntry) (plumbing.Hash, error) {
+func writeTree(ctx context.Context, s storer.EncodedObjectStorer, files map[string]treeEntry) (plumbing.Hash, error) {
 	root := &treeNode{}
 	for p, e := range files {
+		if err := ctx.Err(); err != nil {
+			return plumbing.ZeroHash, err
+		}
 		n := root
 		parts := strings.Split(p, "/")
 		for _, d := range parts[:len(parts)-1] {
@@ -116,7 +125,7 @@ func writeTree(s storer.EncodedObjectStorer, files map[string]treeEntry) (plumbi
 		}
 		n.entries = append(n.entries, object.TreeEntry{Name: parts[len(parts)-1], Mode: e.mode, Hash: e.hash})
 	}
-	return root.write(s)
+	return root.write(ctx, s)
 }
 
 type treeNode struct {
@@ -136,9 +145,12 @@ func (n *treeNode) child(name string) *treeNode {
 	return c
 }
 
-func (n *treeNode) write(s storer.EncodedObjectStorer) (plumbing.Hash, error) {
+func (n *treeNode) write(ctx context.Context, s storer.EncodedObjectStorer) (plumbing.Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	for name, c := range n.dirs {
-		h, err := c.write(s)
+		h, err := c.write(ctx, s)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}

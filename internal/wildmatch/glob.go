@@ -15,111 +15,38 @@ package wildmatch
 //     directories: "**/x" matches x at any depth, "a/**/b" matches a/b and
 //     a/x/y/b, "a/**" everything inside a. Elsewhere "**" is like "*".
 //
-// Failed (pattern, text) positions are remembered, so the cost stays
-// proportional to len(pattern)*len(text) whatever the number of stars.
+// It compiles pattern each time; use Compile to match many texts. The cost
+// is linear in len(text) × len(pattern) at worst (see Pattern).
 func Match(pattern, text string) bool {
-	m := wildMatcher{p: pattern, t: text}
-	return m.match(0, 0)
-}
-
-type wildMatcher struct {
-	p, t   string
-	failed map[[2]int]bool
-}
-
-// try is match with memoised failures; stars call it for every split.
-func (m *wildMatcher) try(pi, ti int) bool {
-	key := [2]int{pi, ti}
-	if m.failed[key] {
-		return false
-	}
-	if m.match(pi, ti) {
-		return true
-	}
-	if m.failed == nil {
-		m.failed = make(map[[2]int]bool)
-	}
-	m.failed[key] = true
-	return false
-}
-
-func (m *wildMatcher) match(pi, ti int) bool {
-	p, t := m.p, m.t
-	for pi < len(p) {
-		switch p[pi] {
-		case '*':
-			start := pi
-			for pi < len(p) && p[pi] == '*' {
-				pi++
-			}
-			if pi-start >= 2 && (start == 0 || p[start-1] == '/') && (pi == len(p) || p[pi] == '/') {
-				if pi == len(p) {
-					return true
-				}
-				// "**/": no directory, or any run ending with a '/'.
-				if m.try(pi+1, ti) {
-					return true
-				}
-				for k := ti; k < len(t); k++ {
-					if t[k] == '/' && m.try(pi+1, k+1) {
-						return true
-					}
-				}
-				return false
-			}
-			for k := ti; ; k++ {
-				if m.try(pi, k) {
-					return true
-				}
-				if k == len(t) || t[k] == '/' {
-					return false
-				}
-			}
-		case '?':
-			if ti == len(t) || t[ti] == '/' {
-				return false
-			}
-			pi, ti = pi+1, ti+1
-		case '[':
-			if ti == len(t) || t[ti] == '/' {
-				return false
-			}
-			ok, next := matchClass(p, pi, t[ti])
-			if !ok {
-				return false
-			}
-			pi, ti = next, ti+1
-		case '\\':
-			pi++
-			if pi == len(p) {
-				return false
-			}
-			fallthrough
-		default:
-			if ti == len(t) || t[ti] != p[pi] {
-				return false
-			}
-			pi, ti = pi+1, ti+1
-		}
-	}
-	return ti == len(t)
+	return Compile(pattern).Match(text)
 }
 
 // matchClass matches c against the class opening at p[open] == '['. It
 // returns whether c is in the class and the index after the closing ']';
-// a malformed class matches nothing.
+// a malformed class matches nothing (next is 0).
 func matchClass(p string, open int, c byte) (ok bool, next int) {
+	set, next := classSet(p, open)
+	if next == 0 {
+		return false, 0
+	}
+	return set[c], next
+}
+
+// classSet parses the class opening at p[open] == '[' as git's wildmatch
+// does, in one pass, into the set of bytes it matches ('/' included: the
+// caller excludes it). next is the index after the closing ']', or 0 for
+// a malformed class.
+func classSet(p string, open int) (set [256]bool, next int) {
 	i := open + 1
 	negated := i < len(p) && (p[i] == '!' || p[i] == '^')
 	if negated {
 		i++
 	}
-	matched := false
 	var prev byte
 	hasPrev := false
 	for first := true; ; first = false {
 		if i >= len(p) {
-			return false, 0
+			return set, 0
 		}
 		ch := p[i]
 		if ch == ']' && !first {
@@ -129,10 +56,10 @@ func matchClass(p string, open int, c byte) (ok bool, next int) {
 		case ch == '\\':
 			i++
 			if i >= len(p) {
-				return false, 0
+				return set, 0
 			}
 			ch = p[i]
-			matched = matched || c == ch
+			set[ch] = true
 			prev, hasPrev = ch, true
 		case ch == '-' && hasPrev && i+1 < len(p) && p[i+1] != ']':
 			i++
@@ -140,11 +67,13 @@ func matchClass(p string, open int, c byte) (ok bool, next int) {
 			if hi == '\\' {
 				i++
 				if i >= len(p) {
-					return false, 0
+					return set, 0
 				}
 				hi = p[i]
 			}
-			matched = matched || (prev <= c && c <= hi)
+			for b := int(prev); b <= int(hi); b++ {
+				set[b] = true
+			}
 			hasPrev = false
 		case ch == '[' && i+1 < len(p) && p[i+1] == ':':
 			end := i + 2
@@ -152,27 +81,36 @@ func matchClass(p string, open int, c byte) (ok bool, next int) {
 				end++
 			}
 			if end >= len(p) {
-				return false, 0
+				return set, 0
 			}
 			if end == i+2 || p[end-1] != ':' {
 				// Not a [:name:] class: a literal '['.
-				matched = matched || c == '['
+				set['['] = true
 				prev, hasPrev = '[', true
 				break
 			}
-			in, known := posixClass(p[i+2:end-1], c)
-			if !known {
-				return false, 0
+			name := p[i+2 : end-1]
+			if _, known := posixClass(name, 0); !known {
+				return set, 0
 			}
-			matched = matched || in
+			for b := range 256 {
+				if in, _ := posixClass(name, byte(b)); in {
+					set[b] = true
+				}
+			}
 			i, hasPrev = end, false
 		default:
-			matched = matched || c == ch
+			set[ch] = true
 			prev, hasPrev = ch, true
 		}
 		i++
 	}
-	return matched != negated, i + 1
+	if negated {
+		for b := range set {
+			set[b] = !set[b]
+		}
+	}
+	return set, i + 1
 }
 
 // posixClass reports whether c belongs to the named [:class:], and

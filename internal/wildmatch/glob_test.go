@@ -35,6 +35,10 @@ func TestMatch(t *testing.T) {
 		{"a/**/b", "a/xb", false},
 		{"a**b", "axxb", true},
 		{"a**b", "a/b", false},
+		{`**\/x`, "a/x", true}, // git: an escaped '/' still bounds "**"
+		{`**\/x`, "x", false},
+		{"a/**/**/b", "a/b", true},
+		{"a/**/**/b", "a/x/y/b", true},
 		{`\*`, "*", true},
 		{`\*`, "x", false},
 		{`a\`, "a", false},
