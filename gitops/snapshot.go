@@ -53,7 +53,10 @@ type snapEntry struct {
 	target string // symlink target
 	stored bool   // the repository already holds the blob
 	offset int64  // content position in the spool when !stored
-	cr     bool   // the content holds a CR: attributes may convert it
+	// unspooled: the repository lacks the blob and the spool, full, did
+	// not keep it (see snapshotLimits.spool).
+	unspooled bool
+	cr        bool // the content holds a CR: attributes may convert it
 }
 
 // snapshot is the parsed tar stream, keyed by clean slash-separated path
@@ -65,6 +68,7 @@ type snapshot struct {
 	ignoreFiles map[string][]byte
 	spool       *os.File
 	spoolEnd    int64
+	spoolLimit  int64 // spoolEnd never exceeds it
 	// small holds the content of one small file at a time; copyBuf is the
 	// buffer of every larger copy. Both are reused from entry to entry.
 	small, copyBuf []byte
@@ -83,6 +87,9 @@ const smallBlob = 64 << 10
 type snapshotLimits struct {
 	maxFileSize int64
 	maxEntries  int
+	// spool bounds the bytes the spool holds: content past it is hashed,
+	// not kept, and its entry marked unspooled.
+	spool int64
 }
 
 // readSnapshot parses the tar stream in one pass. It refuses the whole
@@ -95,6 +102,7 @@ func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known fu
 		entries:     make(map[string]*snapEntry),
 		ignoreFiles: make(map[string][]byte),
 		spool:       spool,
+		spoolLimit:  lim.spool,
 	}
 	unsafe := &UnsafeSnapshotError{}
 	tr := tar.NewReader(r)
@@ -204,7 +212,11 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	}
 	h := plumbing.NewHasher(plumbing.BlobObject, e.size)
 	cr := &crSeen{}
-	dst := []io.Writer{h, s.spool, cr}
+	fits := s.fits(e.size)
+	dst := []io.Writer{h, cr}
+	if fits {
+		dst = append(dst, s.spool)
+	}
 	var ignore *bytes.Buffer
 	if path.Base(name) == ".gitignore" {
 		ignore = &bytes.Buffer{}
@@ -220,7 +232,10 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	e.hash, e.cr = h.Sum(), cr.seen
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
-	if e.stored {
+	switch {
+	case !fits:
+		e.unspooled = !e.stored
+	case e.stored:
 		// Only blobs the repository lacks need to be read back.
 		if err := s.spool.Truncate(s.spoolEnd); err != nil {
 			return fmt.Errorf("spool: %w", err)
@@ -228,7 +243,7 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		if _, err := s.spool.Seek(s.spoolEnd, io.SeekStart); err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-	} else {
+	default:
 		s.spoolEnd += e.size
 	}
 	if ignore != nil {
@@ -252,7 +267,8 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 	e.hash, e.cr = plumbing.ComputeHash(plumbing.BlobObject, b), bytes.IndexByte(b, '\r') >= 0
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
-	if !e.stored {
+	e.unspooled = !e.stored && !s.fits(e.size)
+	if !e.stored && !e.unspooled {
 		if _, err := s.spool.Write(b); err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -262,6 +278,11 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 		s.keepIgnoreFile(name, bytes.Clone(b))
 	}
 	return nil
+}
+
+// fits reports whether n more bytes fit in the spool.
+func (s *snapshot) fits(n int64) bool {
+	return s.spoolLimit <= 0 || s.spoolEnd+n <= s.spoolLimit
 }
 
 // keepIgnoreFile records the content of the .gitignore file at name.
