@@ -19,8 +19,9 @@ const DefaultMaxCommitSize = 1 << 30
 // ErrCommitTooLarge matches every *CommitSizeError.
 var ErrCommitTooLarge = errors.New("commit too large")
 
-// errNotSpooled: the content of an entry was not kept (the spool was full).
-var errNotSpooled = errors.New("content not kept: the new content exceeds the commit size limit")
+// errNotSpooled: the content of an entry that must be read was not kept,
+// the spool being full.
+var errNotSpooled = fmt.Errorf("%w: its content was not kept, the workspace's new files (ignored ones included) filling the limits.commit_size the host keeps while reading them", ErrCommitTooLarge)
 
 // maxListedFiles caps the files a CommitSizeError names.
 const maxListedFiles = 10

@@ -335,3 +335,18 @@ func TestNewObjectsWriteLeavesNothingOnFailure(t *testing.T) {
 		t.Errorf("object store changed: new files %v", newObjectFiles(before, after))
 	}
 }
+
+// A .gitattributes file the full spool did not keep cannot be read, so the
+// commit is refused as over the cap, naming it.
+func TestCommitTreeUnspooledAttributesRefused(t *testing.T) {
+	repo, base := newRepo(t, map[string]file{".gitignore": {content: "build/\n"}})
+	snap := tarOf(t,
+		entry{name: "./.gitignore", body: "build/\n"},
+		entry{name: "./build/out.bin", body: randomBody(4, 512<<10)}, // fills the spool
+		entry{name: "./.gitattributes", body: "* text=auto\n"},
+	)
+	_, err := CommitTree(t.Context(), repo, base, bytes.NewReader(snap), CommitOptions{Branch: "agent/attrs", MaxCommitSize: 512 << 10})
+	if !errors.Is(err, ErrCommitTooLarge) || !strings.Contains(err.Error(), ".gitattributes") {
+		t.Errorf("CommitTree: %v, want ErrCommitTooLarge naming .gitattributes", err)
+	}
+}
