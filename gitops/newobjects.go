@@ -74,12 +74,13 @@ func (n *newObjects) addBlob(h plumbing.Hash, size int64, open func() io.Reader)
 // object store of the repository whose common git directory is commonDir.
 // The pack is written under a temporary name and renamed into place after
 // its index, as git does: a reader sees the whole pack or none of it, and
-// a failure leaves no file behind. Writing nothing when nothing is pending.
+// a failure leaves no file behind; both are synced to disk first. It
+// writes nothing when nothing is pending.
 func (n *newObjects) write(ctx context.Context, commonDir string) error {
 	if len(n.order) == 0 {
 		return nil
 	}
-	if err := writePack(ctx, filepath.Join(commonDir, "objects"), n, nil, n.order); err != nil {
+	if err := writePack(ctx, filepath.Join(commonDir, "objects"), n, nil, n.order, true); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
 	return nil

@@ -33,8 +33,11 @@ type objectSource interface {
 // As git does, the pack and its index are written under temporary names
 // and renamed into place, the index first: a reader never sees a partial
 // pack, and on any failure (cancelled ctx included) the temporary files
-// are removed, leaving the object store as it was.
-func writePack(ctx context.Context, objDir string, src objectSource, reuse *sourcePacks, hashes []plumbing.Hash) (err error) {
+// are removed, leaving the object store as it was. With durable, both are
+// synced to disk before they are renamed, as git does, so that a crash
+// never leaves a branch pointing into a truncated pack; a throw-away clone
+// does without.
+func writePack(ctx context.Context, objDir string, src objectSource, reuse *sourcePacks, hashes []plumbing.Hash, durable bool) (err error) {
 	dir := filepath.Join(objDir, "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -85,6 +88,11 @@ func writePack(ctx context.Context, objDir string, src objectSource, reuse *sour
 	if pw.err != nil {
 		return pw.err
 	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
@@ -102,7 +110,7 @@ func writePack(ctx context.Context, objDir string, src objectSource, reuse *sour
 		os.Remove(f.Name())
 		return nil
 	}
-	if err := writeIndexFile(dir, base+".idx", mi); err != nil {
+	if err := writeIndexFile(dir, base+".idx", mi, durable); err != nil {
 		return err
 	}
 	// The pack goes in place last: an index without its pack is ignored.
@@ -118,7 +126,7 @@ func writePack(ctx context.Context, objDir string, src objectSource, reuse *sour
 
 // writeIndexFile writes the index to a temporary file of dir and renames
 // it to path.
-func writeIndexFile(dir, path string, mi *idxfile.MemoryIndex) (err error) {
+func writeIndexFile(dir, path string, mi *idxfile.MemoryIndex, durable bool) (err error) {
 	f, err := os.CreateTemp(dir, "tmp_idx_")
 	if err != nil {
 		return err
@@ -138,6 +146,11 @@ func writeIndexFile(dir, path string, mi *idxfile.MemoryIndex) (err error) {
 	}
 	if err := f.Chmod(0o444); err != nil {
 		return err
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err

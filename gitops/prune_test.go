@@ -45,7 +45,13 @@ func TestRollbackGivesBackTheSpace(t *testing.T) {
 	beforeFiles := objectFiles(t, repo)
 	shared := randomBody(1, 300<<10)
 	commitFiles(t, repo, base, "agent/one", entry{name: "./shared.bin", body: shared}, entry{name: "./one.bin", body: randomBody(2, 300<<10)})
-	commitFiles(t, repo, base, "agent/two", entry{name: "./dir/shared-too.bin", body: shared}, entry{name: "./two.bin", body: randomBody(3, 300<<10)})
+	two := commitFiles(t, repo, base, "agent/two", entry{name: "./dir/shared-too.bin", body: shared}, entry{name: "./two.bin", body: randomBody(3, 300<<10)})
+	// A reflog git keeps for the branch goes with it, as with git branch -D.
+	gitRun(t, repo, "update-ref", "--create-reflog", "-m", "away", "refs/heads/agent/two", base)
+	gitRun(t, repo, "update-ref", "--create-reflog", "-m", "back", "refs/heads/agent/two", two)
+	if _, err := os.Stat(filepath.Join(repo, ".git", "logs", "refs", "heads", "agent", "two")); err != nil {
+		t.Fatalf("no reflog made for the fixture: %v", err)
+	}
 	if got := countObjects(t, repo); got == before {
 		t.Fatalf("count-objects unchanged by two commits:\n%s", got)
 	}
