@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // randomBody returns n bytes that do not compress, so that sizes on disk
@@ -349,4 +351,33 @@ func TestCommitTreeUnspooledAttributesRefused(t *testing.T) {
 	if !errors.Is(err, ErrCommitTooLarge) || !strings.Contains(err.Error(), ".gitattributes") {
 		t.Errorf("CommitTree: %v, want ErrCommitTooLarge naming .gitattributes", err)
 	}
+}
+
+// A cancelled write leaves nothing in the object store either.
+func TestNewObjectsWriteCancelledLeavesNothing(t *testing.T) {
+	repo, _ := newRepo(t, map[string]file{"a": {content: "a\n"}})
+	before := objectFiles(t, repo)
+	r, err := openRepo(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := newNewObjects(r.Storer)
+	body := []byte("new content\n")
+	h := plumbing.ComputeHash(plumbing.BlobObject, body)
+	objs.addBlob(h, int64(len(body)), func() io.Reader { return bytes.NewReader(body) })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := objs.write(ctx, filepath.Join(repo, ".git")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write: %v, want context.Canceled", err)
+	}
+	if after := objectFiles(t, repo); !sameLines(after, before) {
+		t.Errorf("object store changed: new files %v", newObjectFiles(before, after))
+	}
+	if err := objs.write(t.Context(), filepath.Join(repo, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitRun(t, repo, "cat-file", "-p", h.String()); got != "new content" {
+		t.Errorf("git cat-file -p %s = %q", h, got)
+	}
+	fsckStrict(t, repo)
 }
