@@ -3,7 +3,9 @@ package gitops
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5"
@@ -109,6 +111,14 @@ func deleteBranch(repo *git.Repository, ref plumbing.ReferenceName) error {
 	defer unlock()
 	if err := repo.Storer.RemoveReference(ref); err != nil {
 		return fmt.Errorf("delete %s: %w", ref, err)
+	}
+	// Its reflog too, as git does (runner writes none; git may have).
+	common, err := commonGitDir(repo)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(common, "logs", filepath.FromSlash(ref.String()))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete the reflog of %s: %w", ref, err)
 	}
 	return nil
 }

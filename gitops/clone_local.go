@@ -163,7 +163,7 @@ func fillStore(ctx context.Context, gitDir, dir string, shallow bool, objects []
 		src, closeSrc, err := openLocal(gitDir)
 		if err == nil {
 			reuse := openSourcePacks(from)
-			err = writePack(to, src.Storer, reuse, objects)
+			err = writePack(ctx, to, src.Storer, reuse, objects, false)
 			reuse.Close()
 			closeSrc()
 		}

@@ -37,6 +37,13 @@ type CommitOptions struct {
 	// ignored directories (of which ten times as many may be dropped);
 	// DefaultMaxEntries if zero.
 	MaxEntries int
+	// MaxCommitSize caps the new content the commit adds to the
+	// repository: the bytes of the blobs it lacks, uncompressed, after
+	// line-ending conversion. The snapshot's content the repository lacks
+	// is spooled on the host up to this size too. Over it, the snapshot is
+	// refused with a *CommitSizeError (errors.Is ErrCommitTooLarge).
+	// DefaultMaxCommitSize if zero.
+	MaxCommitSize int64
 	// Protected are globs (see policy.Protection) of paths the commit may
 	// not add, modify, delete or change the type of, under any spelling a
 	// file system takes for them, directly or through a symlink; nor may
@@ -123,8 +130,16 @@ type CommitResult struct {
 // not applied. core.excludesFile and core.attributesFile are not read.
 //
 // Content the repository lacks is spooled to an unlinked file in
-// os.TempDir() while the stream is checked. Every call opens its own handle
-// on repoPath, so concurrent calls on one repository are safe.
+// os.TempDir() while the stream is checked, at most MaxCommitSize bytes;
+// the spool is closed, its space given back, on every return and on a
+// panic. Every call opens its own handle on repoPath, so concurrent calls
+// on one repository are safe.
+//
+// New content over MaxCommitSize is refused as a whole with a
+// *CommitSizeError naming the largest files, before anything is written.
+// The new objects (blobs, trees, the commit) are written as one pack with
+// its index, renamed into place once complete as git does, never as loose
+// objects: a failure or a cancellation leaves the object store as it was.
 //
 // A snapshot holding absolute paths, ".." components, hard links, devices,
 // FIFOs, entries below a file or symlink, duplicates, a file over
@@ -182,11 +197,19 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err != nil {
 		return CommitResult{}, err
 	}
-	snap, cleanup, err := parseSnapshot(ctx, repo, baseFiles, snapshot, opts, ig)
+	limit := opts.MaxCommitSize
+	if limit <= 0 {
+		limit = DefaultMaxCommitSize
+	}
+	spool, err := newSpool()
 	if err != nil {
 		return CommitResult{}, err
 	}
-	defer cleanup()
+	defer spool.Close()
+	snap, err := parseSnapshot(ctx, repo, baseFiles, snapshot, opts, spool, limit, ig)
+	if err != nil {
+		return CommitResult{}, err
+	}
 
 	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, ig)
 	if err != nil {
@@ -196,10 +219,11 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := checkProtected(ctx, st, baseFiles, files, snap, changes, opts.Protected); err != nil {
 		return CommitResult{}, err
 	}
-	if err := writeBlobs(ctx, repo, snap, files); err != nil {
+	objs := newNewObjects(st)
+	if err := newContent(snap, files, limit, objs); err != nil {
 		return CommitResult{}, err
 	}
-	tree, err := writeTree(ctx, st, files)
+	tree, err := writeTree(ctx, objs, files)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -219,12 +243,19 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 		TreeHash:     tree,
 		ParentHashes: []plumbing.Hash{base},
 	}
-	obj := st.NewEncodedObject()
+	obj := objs.NewEncodedObject()
 	if err := commit.Encode(obj); err != nil {
 		return CommitResult{}, fmt.Errorf("encode commit: %w", err)
 	}
-	hash, err := storeObject(st, obj)
+	hash, err := storeObject(objs, obj)
 	if err != nil {
+		return CommitResult{}, err
+	}
+	common, err := commonGitDir(repo)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	if err := objs.write(ctx, common); err != nil {
 		return CommitResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -236,10 +267,31 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings}, nil
 }
 
+// newSpool creates the file that holds the snapshot's new content while
+// the stream is checked. It is unlinked at once where the OS allows it, so
+// that even a killed process leaves nothing behind; Close removes it again
+// after closing elsewhere.
+func newSpool() (*spoolFile, error) {
+	f, err := os.CreateTemp("", "runner-snapshot-*")
+	if err != nil {
+		return nil, fmt.Errorf("create snapshot spool: %w", err)
+	}
+	_ = os.Remove(f.Name())
+	return &spoolFile{File: f}, nil
+}
+
+type spoolFile struct{ *os.File }
+
+func (s *spoolFile) Close() error {
+	err := s.File.Close()
+	_ = os.Remove(s.Name())
+	return err
+}
+
 // parseSnapshot reads the tar stream, spooling the content of blobs the
-// repository lacks to an unlinked temporary file.
-func parseSnapshot(ctx context.Context, repo *git.Repository, baseFiles map[string]treeEntry, r io.Reader, opts CommitOptions, ig *ignoreRules) (*snapshot, func(), error) {
-	lim := snapshotLimits{maxFileSize: opts.MaxFileSize, maxEntries: opts.MaxEntries}
+// repository lacks, at most limit bytes of it.
+func parseSnapshot(ctx context.Context, repo *git.Repository, baseFiles map[string]treeEntry, r io.Reader, opts CommitOptions, spool *spoolFile, limit int64, ig *ignoreRules) (*snapshot, error) {
+	lim := snapshotLimits{maxFileSize: opts.MaxFileSize, maxEntries: opts.MaxEntries, spool: limit}
 	if lim.maxFileSize <= 0 {
 		lim.maxFileSize = DefaultMaxFileSize
 	}
@@ -253,42 +305,7 @@ func parseSnapshot(ctx context.Context, repo *git.Repository, baseFiles map[stri
 	known := func(h plumbing.Hash) bool {
 		return inBase[h] || repo.Storer.HasEncodedObject(h) == nil
 	}
-	spool, err := os.CreateTemp("", "runner-snapshot-*")
-	if err != nil {
-		return nil, nil, fmt.Errorf("create snapshot spool: %w", err)
-	}
-	// Unlinked at once where the OS allows it, so a killed process leaves
-	// nothing behind; removed again after closing elsewhere.
-	_ = os.Remove(spool.Name())
-	cleanup := func() {
-		_ = spool.Close()
-		_ = os.Remove(spool.Name())
-	}
-	snap, err := readSnapshot(ctx, r, lim, known, spool, ig, baseFiles)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return snap, cleanup, nil
-}
-
-// writeBlobs stores the blobs of files the repository lacks.
-func writeBlobs(ctx context.Context, repo *git.Repository, snap *snapshot, files map[string]treeEntry) error {
-	written := make(map[plumbing.Hash]bool)
-	for p, te := range files {
-		e, ok := snap.entries[p]
-		if !ok || e.kind == kindDir || e.hash != te.hash || e.stored || written[e.hash] {
-			continue // from the base tree (gitlink), or already stored
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := writeBlob(repo.Storer, e.hash, e.size, snap.content(e)); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		written[e.hash] = true
-	}
-	return nil
+	return readSnapshot(ctx, r, lim, known, spool.File, ig, baseFiles)
 }
 
 // infoExclude returns the repository's info/exclude, or nothing.

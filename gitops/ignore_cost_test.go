@@ -254,11 +254,15 @@ func TestPlanCommitHonoursCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, cleanup, err := parseSnapshot(t.Context(), r, baseFiles, bytes.NewReader(tarOf(t, entries...)), CommitOptions{}, ig)
+	spool, err := newSpool()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cleanup()
+	defer spool.Close()
+	snap, err := parseSnapshot(t.Context(), r, baseFiles, bytes.NewReader(tarOf(t, entries...)), CommitOptions{}, spool, DefaultMaxCommitSize, ig)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_ = base
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -64,7 +64,9 @@ func applyAttributes(ctx context.Context, repo *git.Repository, base map[string]
 	}
 	n := &normalizer{repo: repo, base: base, snap: snap, attrs: attrs}
 	for p, e := range snap.entries {
-		if e.kind != kindFile || !e.cr {
+		if e.kind != kindFile || !e.cr || e.unspooled {
+			// Content not kept cannot be converted; committing it
+			// is refused (see checkNewContent).
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -199,7 +201,7 @@ func (n *normalizer) normalize(p string, e *snapEntry) error {
 		}
 	}
 	if clean.hash != e.hash {
-		e.hash, e.size, e.stored, e.offset = clean.hash, clean.size, clean.stored, clean.offset
+		e.hash, e.size, e.stored, e.offset, e.unspooled = clean.hash, clean.size, clean.stored, clean.offset, clean.unspooled
 	}
 	return nil
 }
@@ -304,6 +306,8 @@ type converted struct {
 	stored bool
 	offset int64
 	spool  bool // written to the spool by spoolLF
+	// unspooled: the spool, full, did not keep it.
+	unspooled bool
 }
 
 // spoolLF writes the content of e with CRLF turned into LF (size bytes) at
@@ -317,7 +321,11 @@ func (n *normalizer) spoolLF(e *snapEntry, size int64) (converted, error) {
 	}
 	defer r.Close()
 	h := plumbing.NewHasher(plumbing.BlobObject, size)
-	w := io.NewOffsetWriter(s.spool, s.spoolEnd)
+	var w io.Writer = io.Discard
+	fits := s.fits(size)
+	if fits {
+		w = io.NewOffsetWriter(s.spool, s.spoolEnd)
+	}
 	written, err := io.Copy(io.MultiWriter(h, w), newCRLFToLF(r))
 	if err == nil && written != size {
 		err = fmt.Errorf("converted to %d bytes, expected %d", written, size)
@@ -329,9 +337,15 @@ func (n *normalizer) spoolLF(e *snapEntry, size int64) (converted, error) {
 	c := converted{hash: h.Sum(), size: size, offset: s.spoolEnd}
 	if n.repo.Storer.HasEncodedObject(c.hash) == nil {
 		c.stored = true
-		if err := s.spool.Truncate(s.spoolEnd); err != nil {
-			return converted{}, fmt.Errorf("spool: %w", err)
+		if fits {
+			if err := s.spool.Truncate(s.spoolEnd); err != nil {
+				return converted{}, fmt.Errorf("spool: %w", err)
+			}
 		}
+		return c, nil
+	}
+	if !fits {
+		c.unspooled = true
 		return c, nil
 	}
 	c.spool = true

@@ -3,6 +3,7 @@ package gitops
 import (
 	"bufio"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,8 +15,12 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 )
+
+// objectSource is where writePack reads the objects it packs.
+type objectSource interface {
+	EncodedObject(plumbing.ObjectType, plumbing.Hash) (plumbing.EncodedObject, error)
+}
 
 // writePack copies the objects named by hashes from src into a new pack,
 // with its index, in the object store objDir. Each object is stored whole
@@ -23,8 +28,16 @@ import (
 // whole there, else inflated from src and compressed for speed. The index
 // is built as the pack is written, so nothing is read back. This is what a
 // local clone needs instead of asking git-upload-pack for a pack and
-// indexing it.
-func writePack(objDir string, src storer.EncodedObjectStorer, reuse *sourcePacks, hashes []plumbing.Hash) (err error) {
+// indexing it, and how a commit stores its new objects.
+//
+// As git does, the pack and its index are written under temporary names
+// and renamed into place, the index first: a reader never sees a partial
+// pack, and on any failure (cancelled ctx included) the temporary files
+// are removed, leaving the object store as it was. With durable, both are
+// synced to disk before they are renamed, as git does, so that a crash
+// never leaves a branch pointing into a truncated pack; a throw-away clone
+// does without.
+func writePack(ctx context.Context, objDir string, src objectSource, reuse *sourcePacks, hashes []plumbing.Hash, durable bool) (err error) {
 	dir := filepath.Join(objDir, "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -51,6 +64,9 @@ func writePack(objDir string, src storer.EncodedObjectStorer, reuse *sourcePacks
 	}
 	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
 	for _, h := range hashes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		pos := pw.off
 		crc, ok, err := reuse.copyWhole(pw, h)
 		if err == nil && !ok {
@@ -72,6 +88,11 @@ func writePack(objDir string, src storer.EncodedObjectStorer, reuse *sourcePacks
 	if pw.err != nil {
 		return pw.err
 	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
@@ -83,31 +104,58 @@ func writePack(objDir string, src storer.EncodedObjectStorer, reuse *sourcePacks
 		return err
 	}
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum[:]))
-	if err := writeIndexFile(base+".idx", mi); err != nil {
+	if _, err := os.Stat(base + ".pack"); err == nil {
+		// The same objects are packed already (packs are named by
+		// content): keep that pack, whose index is in place.
+		os.Remove(f.Name())
+		return nil
+	}
+	if err := writeIndexFile(dir, base+".idx", mi, durable); err != nil {
 		return err
 	}
-	// The pack goes in place last: a pack without its index is ignored.
+	// The pack goes in place last: an index without its pack is ignored.
 	if err := os.Chmod(f.Name(), 0o444); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), base+".pack")
+	if err := os.Rename(f.Name(), base+".pack"); err != nil {
+		os.Remove(base + ".idx")
+		return err
+	}
+	return nil
 }
 
-func writeIndexFile(path string, mi *idxfile.MemoryIndex) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+// writeIndexFile writes the index to a temporary file of dir and renames
+// it to path.
+func writeIndexFile(dir, path string, mi *idxfile.MemoryIndex, durable bool) (err error) {
+	f, err := os.CreateTemp(dir, "tmp_idx_")
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
 	bw := bufio.NewWriter(f)
 	if _, err := idxfile.NewEncoder(bw).Encode(mi); err != nil {
-		f.Close()
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Chmod(0o444); err != nil {
+		return err
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // packStream writes a pack: it counts the offset and hashes every byte.
@@ -136,7 +184,7 @@ func (p *packStream) Write(b []byte) (int, error) {
 
 // object appends the object h, whole, and returns its offset and the CRC
 // of its entry.
-func (p *packStream) object(zw *zlib.Writer, src storer.EncodedObjectStorer, h plumbing.Hash) (int64, uint32, error) {
+func (p *packStream) object(zw *zlib.Writer, src objectSource, h plumbing.Hash) (int64, uint32, error) {
 	obj, err := src.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
 		return 0, 0, err

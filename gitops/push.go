@@ -48,6 +48,13 @@ func Push(ctx context.Context, repoPath string, remote RemoteSpec, branch string
 // be retried. It refuses the branch the repository's HEAD points to
 // (ErrBranchCheckedOut). A branch already absent, locally or remotely,
 // counts as deleted, so Rollback can be repeated.
+//
+// As `git branch -D` does, the branch's reflog goes with it. Then the
+// pack CommitTree wrote for the branch's commit is removed if nothing
+// reaches any of its objects any more (see prunePacks); a commit the user
+// merged or cherry-picked, or still checked out somewhere, keeps it. When
+// that cannot be decided, the branch is deleted all the same and the
+// error matches ErrNotReclaimed.
 func Rollback(ctx context.Context, repoPath, branch string, remote *RemoteSpec) error {
 	ref, err := branchRef(branch)
 	if err != nil {
@@ -65,8 +72,18 @@ func Rollback(ctx context.Context, repoPath, branch string, remote *RemoteSpec) 
 			return fmt.Errorf("rollback %s: %w", branch, err)
 		}
 	}
+	tip := plumbing.ZeroHash
+	if r, err := repo.Storer.Reference(ref); err == nil && r.Type() == plumbing.HashReference {
+		tip = r.Hash()
+	}
 	if err := deleteBranch(repo, ref); err != nil {
 		return fmt.Errorf("rollback %s: %w", branch, err)
+	}
+	if tip.IsZero() {
+		return nil
+	}
+	if _, err := prunePacks(ctx, repo, tip); err != nil {
+		return fmt.Errorf("rollback %s: branch deleted, its objects kept: %w: %w", branch, ErrNotReclaimed, err)
 	}
 	return nil
 }

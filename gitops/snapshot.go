@@ -61,7 +61,10 @@ type snapEntry struct {
 	target string // symlink target
 	stored bool   // the repository already holds the blob
 	offset int64  // content position in the spool when !stored
-	cr     bool   // the content holds a CR: attributes may convert it
+	// unspooled: the repository lacks the blob and the spool, full, did
+	// not keep it (see snapshotLimits.spool).
+	unspooled bool
+	cr        bool // the content holds a CR: attributes may convert it
 }
 
 // snapshot is the parsed tar stream, keyed by clean slash-separated path
@@ -78,10 +81,11 @@ type snapshot struct {
 	dropped droppedEntries
 	// pending are the refusals of entries that only matter if the entry
 	// is to be committed: decided once every .gitignore is known.
-	pending  []pendingRefusal
-	unsafe   *UnsafeSnapshotError
-	spool    *os.File
-	spoolEnd int64
+	pending    []pendingRefusal
+	unsafe     *UnsafeSnapshotError
+	spool      *os.File
+	spoolEnd   int64
+	spoolLimit int64 // spoolEnd never exceeds it
 	// small holds the content of one small file at a time; copyBuf is the
 	// buffer of every larger copy. Both are reused from entry to entry.
 	small, copyBuf []byte
@@ -100,6 +104,9 @@ const smallBlob = 64 << 10
 type snapshotLimits struct {
 	maxFileSize int64
 	maxEntries  int
+	// spool bounds the bytes the spool holds: content past it is hashed,
+	// not kept, and its entry marked unspooled.
+	spool int64
 }
 
 // pendingRefusal is an entry refused unless git add -A would leave it out
@@ -125,11 +132,12 @@ type pendingRefusal struct {
 // ignore rules.
 func readSnapshot(ctx context.Context, r io.Reader, lim snapshotLimits, known func(plumbing.Hash) bool, spool *os.File, ig *ignoreRules, tracked map[string]treeEntry) (*snapshot, error) {
 	s := &snapshot{
-		entries: make(map[string]*snapEntry),
-		ignore:  ig,
-		tracked: tracked,
-		spool:   spool,
-		unsafe:  &UnsafeSnapshotError{},
+		entries:    make(map[string]*snapEntry),
+		ignore:     ig,
+		tracked:    tracked,
+		spool:      spool,
+		spoolLimit: lim.spool,
+		unsafe:     &UnsafeSnapshotError{},
 	}
 	s.dropped.seed = maphash.MakeSeed()
 	unsafe := s.unsafe
@@ -290,7 +298,11 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	}
 	h := plumbing.NewHasher(plumbing.BlobObject, e.size)
 	cr := &crSeen{}
-	dst := []io.Writer{h, s.spool, cr}
+	fits := s.fits(e.size)
+	dst := []io.Writer{h, cr}
+	if fits {
+		dst = append(dst, s.spool)
+	}
 	var ignore *bytes.Buffer
 	if path.Base(name) == ".gitignore" {
 		if e.size > maxIgnoreFileSize {
@@ -310,7 +322,10 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 	e.hash, e.cr = h.Sum(), cr.seen
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
-	if e.stored {
+	switch {
+	case !fits:
+		e.unspooled = !e.stored
+	case e.stored:
 		// Only blobs the repository lacks need to be read back.
 		if err := s.spool.Truncate(s.spoolEnd); err != nil {
 			return fmt.Errorf("spool: %w", err)
@@ -318,7 +333,7 @@ func (s *snapshot) readBlob(r io.Reader, name string, e *snapEntry, known func(p
 		if _, err := s.spool.Seek(s.spoolEnd, io.SeekStart); err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-	} else {
+	default:
 		s.spoolEnd += e.size
 	}
 	if ignore != nil {
@@ -342,7 +357,8 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 	e.hash, e.cr = plumbing.ComputeHash(plumbing.BlobObject, b), bytes.IndexByte(b, '\r') >= 0
 	e.stored = known(e.hash)
 	e.offset = s.spoolEnd
-	if !e.stored {
+	e.unspooled = !e.stored && !s.fits(e.size)
+	if !e.stored && !e.unspooled {
 		if _, err := s.spool.Write(b); err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -352,6 +368,11 @@ func (s *snapshot) readSmallBlob(r io.Reader, name string, e *snapEntry, known f
 		s.keepIgnoreFile(e.raw, name, b)
 	}
 	return nil
+}
+
+// fits reports whether n more bytes fit in the spool.
+func (s *snapshot) fits(n int64) bool {
+	return s.spoolLimit <= 0 || s.spoolEnd+n <= s.spoolLimit
 }
 
 // keepIgnoreFile adds the rules of the .gitignore file at name; a file

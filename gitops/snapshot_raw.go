@@ -12,6 +12,9 @@ import (
 // raw returns the content of e as the snapshot held it: from the spool, or
 // from the repository when it already had the blob.
 func (s *snapshot) raw(repo *git.Repository, e *snapEntry) (io.ReadCloser, error) {
+	if e.unspooled {
+		return nil, fmt.Errorf("%s: %w", e.raw, errNotSpooled)
+	}
 	if !e.stored {
 		return io.NopCloser(s.content(e)), nil
 	}

@@ -3,7 +3,6 @@ package gitops
 import (
 	"context"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"strings"
@@ -112,7 +111,7 @@ func underAny(dirs map[string]bool, p string) bool {
 
 // writeTree stores the trees holding files and returns the root tree hash.
 // Trees the repository already has are not written again.
-func writeTree(ctx context.Context, s storer.EncodedObjectStorer, files map[string]treeEntry) (plumbing.Hash, error) {
+func writeTree(ctx context.Context, s objectSink, files map[string]treeEntry) (plumbing.Hash, error) {
 	root := &treeNode{}
 	for p, e := range files {
 		if err := ctx.Err(); err != nil {
@@ -145,7 +144,7 @@ func (n *treeNode) child(name string) *treeNode {
 	return c
 }
 
-func (n *treeNode) write(ctx context.Context, s storer.EncodedObjectStorer) (plumbing.Hash, error) {
+func (n *treeNode) write(ctx context.Context, s objectSink) (plumbing.Hash, error) {
 	if err := ctx.Err(); err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -170,7 +169,7 @@ func (n *treeNode) write(ctx context.Context, s storer.EncodedObjectStorer) (plu
 }
 
 // storeObject writes obj unless the repository already has it.
-func storeObject(s storer.EncodedObjectStorer, obj plumbing.EncodedObject) (plumbing.Hash, error) {
+func storeObject(s objectSink, obj plumbing.EncodedObject) (plumbing.Hash, error) {
 	h := obj.Hash()
 	if s.HasEncodedObject(h) == nil {
 		return h, nil
@@ -179,28 +178,4 @@ func storeObject(s storer.EncodedObjectStorer, obj plumbing.EncodedObject) (plum
 		return plumbing.ZeroHash, fmt.Errorf("store %s %s: %w", obj.Type(), h, err)
 	}
 	return h, nil
-}
-
-// writeBlob stores size bytes from r as a blob and checks they hash to
-// want. The blob is assembled in memory (at most MaxFileSize) and written
-// only once complete, so a failed read never leaves a truncated object.
-func writeBlob(s storer.EncodedObjectStorer, want plumbing.Hash, size int64, r io.Reader) error {
-	obj := s.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(size)
-	w, err := obj.Writer()
-	if err != nil {
-		return fmt.Errorf("store blob %s: %w", want, err)
-	}
-	if _, err := io.CopyN(w, r, size); err != nil {
-		return fmt.Errorf("store blob %s: %w", want, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("store blob %s: %w", want, err)
-	}
-	if got := obj.Hash(); got != want {
-		return fmt.Errorf("store blob %s: content changed while spooled (now %s)", want, got)
-	}
-	_, err = storeObject(s, obj)
-	return err
 }

@@ -34,6 +34,7 @@ type spec struct {
 	BudgetUSD          *float64
 	Network            *Network
 	Memory, Pids, Disk *int64
+	CommitSize         *int64
 	CPUs               *float64
 	Env                map[string]string
 	Push               *bool
@@ -237,6 +238,7 @@ var fileWide = map[string]bool{"max_prompt_size": true}
 var limitFields = []field{
 	{"memory", false, sizeField(minMemory, false, func(s *spec, n int64) { s.Memory = &n })},
 	{"disk", false, sizeField(minDisk, true, func(s *spec, n int64) { s.Disk = &n })},
+	{"commit_size", false, sizeField(minCommitSize, false, func(s *spec, n int64) { s.CommitSize = &n })},
 	{"cpus", false, func(r *reader, v *yaml.Node, a at, s *spec) {
 		if f, ok := r.number(v, a); ok {
 			switch {
@@ -269,7 +271,7 @@ func decodeLimits(r *reader, v *yaml.Node, a at, s *spec) {
 		return
 	}
 	if v.Kind != yaml.MappingNode {
-		r.addField(v, a, "want a mapping of memory, disk, cpus and pids, got %s", describe(v))
+		r.addField(v, a, "want a mapping of memory, disk, commit_size, cpus and pids, got %s", describe(v))
 		return
 	}
 	r.decodeKeys(v, a, limitFields, false, s)

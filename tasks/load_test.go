@@ -280,3 +280,31 @@ func TestParseDiskLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCommitSizeLimit(t *testing.T) {
+	tests := []struct {
+		file string
+		want int64
+		err  string
+	}{
+		{`[{id: a, repo: /r, prompt: p, limits: {commit_size: 256m}}]`, 256 << 20, ""},
+		{`{defaults: {limits: {commit_size: 2g}}, tasks: [{id: a, repo: /r, prompt: p}]}`, 2 << 30, ""},
+		{`{defaults: {limits: {commit_size: 2g}}, tasks: [{id: a, repo: /r, prompt: p, limits: {commit_size: 8m}}]}`, 8 << 20, ""},
+		{`[{id: a, repo: /r, prompt: p}]`, 0, ""},
+		{`[{id: a, repo: /r, prompt: p, limits: {commit_size: 10k}}]`, 0, `limits.commit_size: 10k is below the 1m minimum`},
+		{`[{id: a, repo: /r, prompt: p, limits: {commit_size: off}}]`, 0, `limits.commit_size: memory size "off"`},
+	}
+	for _, tt := range tests {
+		q, err := Parse("q.yaml", []byte(tt.file))
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want %q", tt.file, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tt.file, err)
+		case q.Tasks[0].Limits.CommitSize != tt.want:
+			t.Errorf("%s: commit_size = %d, want %d", tt.file, q.Tasks[0].Limits.CommitSize, tt.want)
+		}
+	}
+}

@@ -14,6 +14,9 @@ const minMemory = 6 << 20
 // minDisk is the smallest disk limit: the sandbox's scratch space.
 const minDisk = 1 << 20
 
+// minCommitSize is the smallest limits.commit_size.
+const minCommitSize = 1 << 20
+
 // memorySize matches "512m", "2g", "1.5GiB", "2GB", "1048576".
 var memorySize = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) ?([kmgt]?)(i?b)?$`)
 

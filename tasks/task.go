@@ -26,6 +26,10 @@ type Limits struct {
 	// Disk caps the sandbox's writable space in bytes; -1 ("off" in the
 	// file) turns the limit off.
 	Disk int64
+	// CommitSize caps the bytes of new content (blob sizes as stored in
+	// the tree, uncompressed) the task's commit may add to the
+	// repository; zero means gitops.DefaultMaxCommitSize.
+	CommitSize int64
 	// CPUs is the CPU quota in cores, e.g. 1.5.
 	CPUs float64
 	// Pids caps the number of processes.

@@ -168,7 +168,7 @@ func TestParseProblem(t *testing.T) {
 		{"tasks not a list", "q.yaml", "tasks: {id: a}\n", `q.yaml:1:8: tasks: want a list of tasks, got a mapping`},
 		{"task not a mapping", "q.yaml", "- just a string\n", `q.yaml:1:3: want a task (a mapping with id, repo, prompt...), got "just a string"`},
 		{"string where a mapping is expected", "q.yaml", "- {id: a, repo: /r, prompt: p, limits: 2g}\n",
-			`q.yaml:1:40: task "a": limits: want a mapping of memory, disk, cpus and pids, got "2g"`},
+			`q.yaml:1:40: task "a": limits: want a mapping of memory, disk, commit_size, cpus and pids, got "2g"`},
 		{"mapping where a string is expected", "q.yaml", "- {id: a, repo: /r, prompt: {text: p}}\n",
 			`q.yaml:1:29: task "a": prompt: want a string, got a mapping`},
 		{"duration without unit", "q.yaml", "- {id: a, repo: /r, prompt: p, timeout: 30}\n",

@@ -52,6 +52,11 @@ rollback refuses it.
 With --repo and --branch, delete that branch of that local repository, and
 from the repository at --remote first when given.
 
+The branch's reflog goes with it, as with git branch -D, and so does the
+pack its commit added to the repository once nothing else (a ref, a
+worktree's HEAD, a reflog, an index, a stash) reaches any of its objects:
+a commit you merged or cherry-picked keeps it.
+
 Deleting a branch that is already gone counts as done, so rollback can be
 repeated. Remotes over https use the token in RUNNER_GIT_TOKEN or, failing
 that, GITHUB_TOKEN; ssh remotes use the keys of the running ssh-agent. With

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -89,7 +90,11 @@ func (t rollbackTarget) apply(ctx context.Context, auth gitops.Credentials, dryR
 		o.Action = actionWouldDelete
 		return o
 	}
-	if err := del(); err != nil {
+	switch err := del(); {
+	case errors.Is(err, gitops.ErrNotReclaimed):
+		// Deleted; the objects only it used stay until git gc.
+		o.Note = err.Error()
+	case err != nil:
 		o.Action, o.Error, o.err = actionFailed, err.Error(), err
 	}
 	return o

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/runner-dev/runner/gitops"
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/tasks"
 )
@@ -298,4 +303,75 @@ func TestRollbackKeepsMovedBranch(t *testing.T) {
 	if got := gitCLI(t, repo, "rev-parse", "agent/moved"); got != later {
 		t.Errorf("agent/moved = %s, want it kept at %s", got, later)
 	}
+}
+
+// agentCommit commits, as a run does, the files of base (README.md) plus
+// a new file of size random bytes on branch, and returns the commit.
+func agentCommit(t *testing.T, repo, base, branch, name string, size int, seed uint64) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := make([]byte, size)
+	r := rand.New(rand.NewPCG(seed, seed))
+	for i := range body {
+		body[i] = byte(r.Uint32())
+	}
+	for _, f := range []struct {
+		name string
+		body []byte
+	}{{"README.md", []byte("hello\n")}, {name, body}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(f.body)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := gitops.CommitTree(t.Context(), repo, plumbing.NewHash(base), &buf, gitops.CommitOptions{Branch: branch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Hash.String()
+}
+
+// runner rollback --all gives back the space the run's commits took in the
+// user's repository, except what the user merged: git count-objects -v
+// shows the objects of the merged branch only, and fsck --strict --full
+// finds the repository whole. Regression test: the commits' objects stayed
+// after the rollback.
+func TestRollbackAllGivesBackTheSpace(t *testing.T) {
+	repo, base := fixtureRepo(t)
+	before := gitCLI(t, repo, "count-objects", "-v")
+	out := filepath.Join(t.TempDir(), "out")
+	var results []tasks.Result
+	for i, id := range []string{"one", "two", "three"} {
+		commit := agentCommit(t, repo, base, "agent/"+id, id+".bin", 256<<10, uint64(i))
+		results = append(results, tasks.Result{ID: id, Status: tasks.StatusSucceeded, Repo: repo, Branch: "agent/" + id, Commit: commit})
+	}
+	recordResults(t, out, results...)
+	res := runMain(t, "rollback", "--out", out, "--all")
+	if res.code != cli.ExitOK {
+		t.Fatalf("rollback --all: %s", res)
+	}
+	if got := gitCLI(t, repo, "count-objects", "-v"); got != before {
+		t.Errorf("git count-objects -v after rollback --all:\n%s\nbefore the run:\n%s", got, before)
+	}
+	gitCLI(t, repo, "fsck", "--strict", "--full", "--no-progress")
+
+	// A branch the user merged keeps its objects.
+	commit := agentCommit(t, repo, base, "agent/kept", "kept.bin", 256<<10, 9)
+	gitCLI(t, repo, "stash", "-q", "-u")
+	gitCLI(t, repo, "-c", "user.name=U", "-c", "user.email=u@example.com", "merge", "-q", "--no-ff", "-m", "merge", "agent/kept")
+	recordResults(t, out, tasks.Result{ID: "kept", Status: tasks.StatusSucceeded, Repo: repo, Branch: "agent/kept", Commit: commit})
+	merged := gitCLI(t, repo, "count-objects", "-v")
+	res = runMain(t, "rollback", "--out", out, "kept")
+	if res.code != cli.ExitOK {
+		t.Fatalf("rollback kept: %s", res)
+	}
+	if got := gitCLI(t, repo, "count-objects", "-v"); got != merged {
+		t.Errorf("git count-objects -v changed by rolling back a merged branch:\n%s\nbefore:\n%s", got, merged)
+	}
+	gitCLI(t, repo, "fsck", "--strict", "--full", "--no-progress")
+	gitCLI(t, repo, "cat-file", "-e", "HEAD:kept.bin")
 }

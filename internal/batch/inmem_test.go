@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -195,6 +196,15 @@ func TestStatusOfEachOutcome(t *testing.T) {
 		opt:     Options{Policy: policyProtecting(".github/workflows/**")},
 		want:    tasks.StatusPolicyViolation,
 		errText: ".github/workflows/ci.yml",
+	}, {
+		name: "new content over limits.commit_size",
+		task: func(t tasks.Task) tasks.Task { t.Limits.CommitSize = 1 << 20; return t },
+		exec: func(ctx context.Context, sb *inmem.Sandbox, cmd string, _ sandbox.ExecOptions) (sandbox.ExecResult, error) {
+			return sandbox.ExecResult{}, sb.WriteFile(ctx, "data/dump.bin", bytes.Repeat([]byte("x"), 2<<20), 0)
+		},
+		turns:   []fakellm.Turn{fixTypo, runCommand("dump"), complete},
+		want:    tasks.StatusPolicyViolation,
+		errText: `(limits.commit_size); largest files: "data/dump.bin" (2.0 MiB)`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -316,9 +316,10 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	cr, err := gitops.CommitTree(ctx, w.repoPath, w.clone.Base, snap, gitops.CommitOptions{
 		Branch: t.Branch, Message: redact.New(w.deps.Secrets...).String(commitMessage(t, w.res)),
 		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected,
+		MaxCommitSize: t.Limits.CommitSize,
 	})
 	switch {
-	case errors.Is(err, gitops.ErrProtectedPath):
+	case errors.Is(err, gitops.ErrProtectedPath), errors.Is(err, gitops.ErrCommitTooLarge):
 		w.fail(tasks.StatusPolicyViolation, fmt.Errorf("not committed: %w", err))
 		return
 	case err != nil:
