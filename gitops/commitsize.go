@@ -41,9 +41,9 @@ type CommitSizeError struct {
 	// Limit is the cap; Total the bytes of new content counted.
 	Limit, Total int64
 	// Ignored is set when the files the commit would keep fit, but the
-	// new content read from the snapshot, ignored files included, did not
-	// fit in a spool of Limit bytes: Largest then lists files of either
-	// kind.
+	// new content read from the snapshot, files not yet known to be
+	// ignored when read included, did not fit in a spool of Limit bytes:
+	// Largest then lists files of either kind.
 	Ignored bool
 	// Largest are the largest new files, largest first (at most 10).
 	Largest []SizedFile
@@ -52,7 +52,7 @@ type CommitSizeError struct {
 func (e *CommitSizeError) Error() string {
 	var b strings.Builder
 	if e.Ignored {
-		fmt.Fprintf(&b, "the workspace's new files, ignored ones included, hold more than the %s a commit may add (limits.commit_size), which is all the host keeps while it reads them", formatBytes(e.Limit))
+		fmt.Fprintf(&b, "the workspace's new files, including ignored ones not yet known to be ignored when read, hold more than the %s a commit may add (limits.commit_size), which is all the host keeps while it reads them", formatBytes(e.Limit))
 	} else {
 		fmt.Fprintf(&b, "the commit would add %s of new content, over the %s limit (limits.commit_size)", formatBytes(e.Total), formatBytes(e.Limit))
 	}
