@@ -42,6 +42,12 @@ type CommitOptions struct {
 	// glob could match (see policy.Protection.Exposed). Such a snapshot is
 	// refused with a *ProtectedPathError.
 	Protected []string
+	// Exclude are gitignore patterns, one per line, applied as git applies
+	// core.excludesFile: below info/exclude and every .gitignore of the
+	// snapshot, so a repository's "!pattern" re-includes, and never to a
+	// tracked path. What they alone leave out is listed in
+	// CommitResult.Excluded.
+	Exclude []string
 }
 
 // ChangeKind says what happened to a path between base and commit.
@@ -96,6 +102,12 @@ type CommitResult struct {
 	// seems to hold: nested repositories and submodule content left out,
 	// attributes not applied (see planCommit).
 	Warnings []string
+	// Excluded lists, sorted, the untracked paths CommitOptions.Exclude
+	// left out that the repository's own ignore rules would have
+	// committed: files, and directories wholly left out as "dir/".
+	// ExcludedFiles counts the files.
+	Excluded      []string
+	ExcludedFiles int
 }
 
 // CommitTree records the snapshot, a tar stream of the agent's workspace,
@@ -118,7 +130,8 @@ type CommitResult struct {
 // repository (an untracked directory with a .git of its own) is left out,
 // where git would record a gitlink to a commit that only exists in the
 // agent's .git; the filter, ident and working-tree-encoding attributes are
-// not applied. core.excludesFile and core.attributesFile are not read.
+// not applied. The repository's core.excludesFile and core.attributesFile
+// are not read; opts.Exclude takes the place of the former.
 //
 // Content the repository lacks is spooled to an unlinked file in
 // os.TempDir() while the stream is checked. Every call opens its own handle
@@ -175,13 +188,23 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	}
 	defer cleanup()
 
-	exclude, err := infoExclude(repo)
+	repoExclude, err := infoExclude(repo)
 	if err != nil {
 		return CommitResult{}, err
 	}
-	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, newIgnoreRules(exclude, snap.ignoreFiles))
+	exclude, err := excludeRules(opts.Exclude, repoExclude)
 	if err != nil {
 		return CommitResult{}, err
+	}
+	rules := newIgnoreRules(exclude, snap.ignoreFiles)
+	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, rules)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	var excluded []string
+	var excludedFiles int
+	if len(opts.Exclude) > 0 {
+		excluded, excludedFiles = excludedPaths(baseFiles, snap, files, rules, newIgnoreRules(repoExclude, snap.ignoreFiles))
 	}
 	changes := diffFiles(baseFiles, files)
 	if err := checkProtected(ctx, st, baseFiles, files, snap, changes, opts.Protected); err != nil {
@@ -195,7 +218,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 		return CommitResult{}, err
 	}
 	if tree == baseCommit.TreeHash {
-		return CommitResult{Tree: tree, NoChanges: true, Warnings: warnings}, nil
+		return CommitResult{Tree: tree, NoChanges: true, Warnings: warnings, Excluded: excluded, ExcludedFiles: excludedFiles}, nil
 	}
 
 	when := opts.When
@@ -224,7 +247,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := setBranch(repo, ref, hash, opts.Force); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings}, nil
+	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings, Excluded: excluded, ExcludedFiles: excludedFiles}, nil
 }
 
 // parseSnapshot reads the tar stream, spooling the content of blobs the
