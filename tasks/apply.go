@@ -93,8 +93,9 @@ func merge(d, s *spec) Task {
 			CPUs:   deref(pick(s.CPUs, d.CPUs)),
 			Pids:   deref(pick(s.Pids, d.Pids)),
 		},
-		Push:   pick(s.Push, d.Push),
-		Policy: mergePolicy(d, s),
+		Push:    pick(s.Push, d.Push),
+		Policy:  mergePolicy(d, s),
+		Exclude: mergeExclude(d, s),
 	}
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID

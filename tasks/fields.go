@@ -41,6 +41,8 @@ type spec struct {
 	Protected, DenyCommands *[]string
 	Hook                    *string
 	HookTimeout             *time.Duration
+	// Exclude is set to an empty list by exclude: [].
+	Exclude *[]string
 }
 
 // field is one key a task may hold.
@@ -201,6 +203,7 @@ var taskFields = []field{
 	{"deny_commands", false, decodeDenyCommands},
 	{"pre_tool_hook", false, decodeHook},
 	{"hook_timeout", false, decodeHookTimeout},
+	{"exclude", false, decodeExclude},
 }
 
 // decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.

@@ -96,6 +96,12 @@ type Task struct {
 	// checked to be executable) and hook_timeout. Each key set on the task
 	// replaces the defaults' value.
 	Policy policy.Policy
+	// Exclude are gitignore patterns for untracked build and cache
+	// artifacts the commit leaves out, read as git reads core.excludesFile
+	// (see gitops.CommitOptions.Exclude); DefaultExclude unless the task
+	// or the defaults set exclude ([] for none, replacing the defaults'
+	// list whole).
+	Exclude []string
 	// Source is where the task was written.
 	Source Source
 }

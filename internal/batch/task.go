@@ -308,7 +308,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	w.account(meter)
 	cr, err := gitops.CommitTree(ctx, w.repoPath, w.clone.Base, snap, gitops.CommitOptions{
 		Branch: t.Branch, Message: redact.New(w.deps.Secrets...).String(commitMessage(t, w.res)),
-		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected,
+		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected, Exclude: t.Exclude,
 	})
 	switch {
 	case errors.Is(err, gitops.ErrProtectedPath):
@@ -319,6 +319,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 		return
 	}
 	w.res.Warnings = append(w.res.Warnings, cr.Warnings...)
+	w.res.SetExcluded(cr.Excluded, cr.ExcludedFiles)
 	if cr.NoChanges {
 		return
 	}
