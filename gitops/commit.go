@@ -118,9 +118,9 @@ type CommitResult struct {
 // holding the snapshot's files: additions, modifications, deletions,
 // symlinks (120000), modes 100755 when the owner's execute bit is set and
 // 100644 otherwise (git's own rule); empty directories are dropped;
-// untracked files ignored by the snapshot's .gitignore files (any depth) or
-// the repository's info/exclude are left out while tracked ones stay
-// tracked; line endings are converted as the snapshot's .gitattributes
+// untracked files ignored by the snapshot's .gitignore files (any depth),
+// the repository's info/exclude or opts.Exclude are left out while tracked
+// ones stay tracked; line endings are converted as the snapshot's .gitattributes
 // files and the repository's info/attributes ask (text, text=auto, eol,
 // binary), a file still as Clone checked it out keeping its base blob (see
 // normalizer); a gitlink (submodule) stays while its directory exists,
