@@ -51,6 +51,12 @@ type CommitOptions struct {
 	// glob could match (see policy.Protection.Exposed). Such a snapshot is
 	// refused with a *ProtectedPathError.
 	Protected []string
+	// Exclude are gitignore patterns, one per line, applied as git applies
+	// core.excludesFile: below info/exclude and every .gitignore of the
+	// snapshot, so a repository's "!pattern" re-includes, and never to a
+	// tracked path. What they alone leave out is listed in
+	// CommitResult.Excluded.
+	Exclude []string
 }
 
 // ChangeKind says what happened to a path between base and commit.
@@ -105,6 +111,12 @@ type CommitResult struct {
 	// seems to hold: nested repositories and submodule content left out,
 	// attributes not applied (see planCommit).
 	Warnings []string
+	// Excluded lists, sorted, the untracked paths CommitOptions.Exclude
+	// left out that the repository's own ignore rules would have
+	// committed: files, and directories wholly left out as "dir/".
+	// ExcludedFiles counts the files.
+	Excluded      []string
+	ExcludedFiles int
 }
 
 // CommitTree records the snapshot, a tar stream of the agent's workspace,
@@ -115,9 +127,9 @@ type CommitResult struct {
 // holding the snapshot's files: additions, modifications, deletions,
 // symlinks (120000), modes 100755 when the owner's execute bit is set and
 // 100644 otherwise (git's own rule); empty directories are dropped;
-// untracked files ignored by the snapshot's .gitignore files (any depth) or
-// the repository's info/exclude are left out while tracked ones stay
-// tracked; line endings are converted as the snapshot's .gitattributes
+// untracked files ignored by the snapshot's .gitignore files (any depth),
+// the repository's info/exclude or opts.Exclude are left out while tracked
+// ones stay tracked; line endings are converted as the snapshot's .gitattributes
 // files and the repository's info/attributes ask (text, text=auto, eol,
 // binary), a file still as Clone checked it out keeping its base blob (see
 // normalizer); a gitlink (submodule) stays while its directory exists,
@@ -127,7 +139,8 @@ type CommitResult struct {
 // repository (an untracked directory with a .git of its own) is left out,
 // where git would record a gitlink to a commit that only exists in the
 // agent's .git; the filter, ident and working-tree-encoding attributes are
-// not applied. core.excludesFile and core.attributesFile are not read.
+// not applied. The repository's core.excludesFile and core.attributesFile
+// are not read; opts.Exclude takes the place of the former.
 //
 // Content the repository lacks is spooled to an unlinked file in
 // os.TempDir() while the stream is checked, at most MaxCommitSize bytes;
@@ -189,7 +202,11 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err != nil {
 		return CommitResult{}, err
 	}
-	exclude, err := infoExclude(repo)
+	repoExclude, err := infoExclude(repo)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	exclude, err := excludeRules(opts.Exclude, repoExclude)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -210,10 +227,20 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err != nil {
 		return CommitResult{}, err
 	}
-
 	files, warnings, err := planCommit(ctx, repo, baseFiles, snap, ig)
 	if err != nil {
 		return CommitResult{}, err
+	}
+	var excluded []string
+	var excludedFiles int
+	if len(opts.Exclude) > 0 {
+		repoRules, err := newIgnoreRules(repoExclude, snap.ignoreFiles)
+		if err != nil {
+			return CommitResult{}, err
+		}
+		if excluded, excludedFiles, err = excludedPaths(ctx, baseFiles, snap, files, ig, repoRules); err != nil {
+			return CommitResult{}, err
+		}
 	}
 	changes := diffFiles(baseFiles, files)
 	if err := checkProtected(ctx, st, baseFiles, files, snap, changes, opts.Protected); err != nil {
@@ -228,7 +255,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 		return CommitResult{}, err
 	}
 	if tree == baseCommit.TreeHash {
-		return CommitResult{Tree: tree, NoChanges: true, Warnings: warnings}, nil
+		return CommitResult{Tree: tree, NoChanges: true, Warnings: warnings, Excluded: excluded, ExcludedFiles: excludedFiles}, nil
 	}
 
 	when := opts.When
@@ -264,7 +291,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := setBranch(repo, ref, hash, opts.Force); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings}, nil
+	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings, Excluded: excluded, ExcludedFiles: excludedFiles}, nil
 }
 
 // newSpool creates the file that holds the snapshot's new content while

@@ -75,6 +75,10 @@ type snapshot struct {
 	// so far (every regular file named .gitignore outside an excluded
 	// directory).
 	ignore *ignoreRules
+	// ignoreFiles maps a directory ("" for the root) to the content of the
+	// .gitignore it holds, bounded as the rules are: for the rules without
+	// the exclude list (see excludedPaths).
+	ignoreFiles map[string][]byte
 	// tracked are the paths of the base tree: never dropped as ignored.
 	tracked map[string]treeEntry
 	// dropped describes the entries left out while read (see dropIgnored).
@@ -384,7 +388,12 @@ func (s *snapshot) keepIgnoreFile(raw, name string, content []byte) {
 	}
 	if err := s.ignore.addFile(dir, content); err != nil {
 		s.unsafe.add(raw, err.Error())
+		return
 	}
+	if s.ignoreFiles == nil {
+		s.ignoreFiles = make(map[string][]byte)
+	}
+	s.ignoreFiles[dir] = content
 }
 
 // content returns a reader over a spooled blob.

@@ -64,7 +64,9 @@ const (
 	homeDir         = "/home/sandbox"
 )
 
-// nonInteractiveEnv keeps tools from waiting for a terminal that is not there.
+// nonInteractiveEnv is the base environment of the sandbox: it keeps tools
+// from waiting for a terminal that is not there, and Python from writing
+// bytecode caches into the workspace. A task's env comes after it and wins.
 var nonInteractiveEnv = []string{
 	"HOME=" + homeDir,
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -86,6 +88,11 @@ var nonInteractiveEnv = []string{
 	"PIP_NO_INPUT=1",
 	"PIP_DISABLE_PIP_VERSION_CHECK=1",
 	"PYTHONUNBUFFERED=1",
+	// No bytecode caches in the workspace: they are build artifacts, not
+	// work. Where a task's env turns PYTHONDONTWRITEBYTECODE off, the
+	// caches go to /tmp (Python 3.8 and later).
+	"PYTHONDONTWRITEBYTECODE=1",
+	"PYTHONPYCACHEPREFIX=/tmp/pycache",
 	"npm_config_yes=true",
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func TestExecResults(t *testing.T) {
-	sb := start(t, sandbox.Config{Env: []string{"FROM_CONFIG=yes"}})
+	sb := start(t, sandbox.Config{Env: []string{"FROM_CONFIG=yes", "PYTHONPYCACHEPREFIX=/tmp/own"}})
 	output(t, sb, "mkdir -p sub/dir")
 	tests := []struct {
 		name                   string
@@ -31,6 +31,8 @@ func TestExecResults(t *testing.T) {
 			`echo "$PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $DEBIAN_FRONTEND $FROM_CONFIG $EXTRA"`,
 			sandbox.ExecOptions{Env: []string{"EXTRA=given"}}, 0,
 			"cat cat 0 true noninteractive yes given\n", "", "cat cat 0 true noninteractive yes given\n"},
+		{"no bytecode in the workspace, the config's env winning", `echo "$PYTHONDONTWRITEBYTECODE $PYTHONPYCACHEPREFIX"`,
+			sandbox.ExecOptions{}, 0, "1 /tmp/own\n", "", "1 /tmp/own\n"},
 		{"working directory", "pwd", sandbox.ExecOptions{Dir: "sub/dir"}, 0, "/workspace/sub/dir\n", "", "/workspace/sub/dir\n"},
 		{"binary-safe output", `printf 'a\000b'`, sandbox.ExecOptions{}, 0, "a\x00b", "", "a\x00b"},
 	}

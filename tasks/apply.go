@@ -98,6 +98,7 @@ func merge(d, s *spec) Task {
 		Push:       pick(s.Push, d.Push),
 		Policy:     mergePolicy(d, s),
 		MCPServers: slices.Clone(deref(pick(s.MCPServers, d.MCPServers))),
+		Exclude:    mergeExclude(d, s),
 	}
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID

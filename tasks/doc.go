@@ -24,7 +24,9 @@
 // push, and the policy: protected_paths
 // (globs; policy.DefaultProtected when unset, none when []), deny_commands
 // (Go regular expressions), pre_tool_hook (an executable on the host) and
-// hook_timeout. All but id, prompt, prompt_file and branch may also be set
+// hook_timeout; and exclude (gitignore patterns for untracked build and
+// cache artifacts left out of the commit; DefaultExclude when unset, none
+// when []). All but id, prompt, prompt_file and branch may also be set
 // in defaults; limits and env merge key by key, the other keys (lists
 // included) are replaced whole. max_prompt_size (default 4m) may only be set
 // in defaults: it caps every prompt of the file. Relative repo paths, prompt

@@ -46,6 +46,8 @@ type spec struct {
 	MCPServers *[]MCPServer
 	// mcp is the server being decoded, in the keys of one mcp_servers entry.
 	mcp *MCPServer
+	// Exclude is set to an empty list by exclude: [].
+	Exclude *[]string
 }
 
 // field is one key a task may hold.
@@ -207,6 +209,7 @@ var taskFields = []field{
 	{"pre_tool_hook", false, decodeHook},
 	{"hook_timeout", false, decodeHookTimeout},
 	{"mcp_servers", false, decodeMCPServers},
+	{"exclude", false, decodeExclude},
 }
 
 // decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.

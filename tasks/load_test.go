@@ -22,7 +22,7 @@ func TestLoadExamples(t *testing.T) {
 		Image: "runner-sandbox:latest", Model: "gpt-4.1-mini", BudgetUSD: 0.5, MaxSteps: 40,
 		Timeout: 30 * time.Minute, Check: "go test ./...", CheckRetries: 1, CheckTimeout: 5 * time.Minute,
 		Network: NetworkNone, Limits: Limits{Memory: 2 * gib, CPUs: 2, Pids: 512}, Env: yamlEnv,
-		Policy: policy.Policy{Protected: policy.DefaultProtected},
+		Policy: policy.Policy{Protected: policy.DefaultProtected}, Exclude: DefaultExclude,
 	}
 	with := func(base Task, edit func(*Task)) Task {
 		base.Env = map[string]string{}
@@ -33,7 +33,8 @@ func TestLoadExamples(t *testing.T) {
 		return base
 	}
 	cli := Task{Repo: "git@github.com:example/cli.git", Model: "gpt-4.1-mini", Timeout: 20 * time.Minute,
-		Network: NetworkNone, Limits: Limits{Memory: gib}, Policy: policy.Policy{Protected: policy.DefaultProtected}}
+		Network: NetworkNone, Limits: Limits{Memory: gib}, Policy: policy.Policy{Protected: policy.DefaultProtected},
+		Exclude: DefaultExclude}
 
 	tests := []struct {
 		file   string

@@ -93,6 +93,27 @@ type Result struct {
 	// git would have made: attributes not applied, nested repositories and
 	// submodule content left out (see gitops).
 	Warnings []string `json:"warnings,omitempty"`
+
+	// Excluded lists what the task's exclude list left out of the commit:
+	// untracked paths the repository's own ignore rules would have
+	// committed, a directory wholly left out as "dir/". At most
+	// MaxExcludedListed entries are kept; ExcludedMore counts the others
+	// and ExcludedFiles the files left out in all.
+	Excluded      []string `json:"excluded,omitempty"`
+	ExcludedMore  int      `json:"excluded_more,omitempty"`
+	ExcludedFiles int      `json:"excluded_files,omitempty"`
+}
+
+// MaxExcludedListed caps Result.Excluded.
+const MaxExcludedListed = 50
+
+// SetExcluded records the paths the exclude list left out, capped at
+// MaxExcludedListed entries, and the number of files they hold.
+func (r *Result) SetExcluded(paths []string, files int) {
+	r.Excluded, r.ExcludedMore, r.ExcludedFiles = paths, 0, files
+	if len(paths) > MaxExcludedListed {
+		r.Excluded, r.ExcludedMore = paths[:MaxExcludedListed:MaxExcludedListed], len(paths)-MaxExcludedListed
+	}
 }
 
 // UnmarshalJSON reads a result. Earlier versions named the task's branch

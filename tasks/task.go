@@ -103,6 +103,12 @@ type Task struct {
 	// MCPServers are the servers of host tools the agent may call, by name;
 	// the task's mcp_servers replaces the defaults' (see MCPServer).
 	MCPServers []MCPServer
+	// Exclude are gitignore patterns for untracked build and cache
+	// artifacts the commit leaves out, read as git reads core.excludesFile
+	// (see gitops.CommitOptions.Exclude); DefaultExclude unless the task
+	// or the defaults set exclude ([] for none, replacing the defaults'
+	// list whole).
+	Exclude []string
 	// Source is where the task was written.
 	Source Source
 }

@@ -66,7 +66,8 @@ func TestRecordDemo(t *testing.T) {
 	}
 }
 
-// The demo of the README, run as a newcomer would: examples/demo.sh.
+// The demo of the README, run as a newcomer would: examples/demo.sh. Its
+// branch changes words.py and nothing else.
 func TestDemoFromReadme(t *testing.T) {
 	root := repoRoot(t)
 	work := t.TempDir()
@@ -85,6 +86,17 @@ func TestDemoFromReadme(t *testing.T) {
 	rs := readResultLines(t, filepath.Join(work, "out"))
 	if len(rs) != 1 || rs[0].Status != tasks.StatusSucceeded || rs[0].Commit == "" {
 		t.Errorf("demo results = %+v", rs)
+	}
+	// The branch holds the agent's edit only: no bytecode from the
+	// agent's test runs or the check.
+	if len(rs) == 1 && rs[0].Commit != "" {
+		tree := gitCLI(t, filepath.Join(work, "repo"), "ls-tree", "-r", "--name-only", rs[0].Commit)
+		if strings.Contains(tree, "__pycache__") || strings.Contains(tree, ".pyc") {
+			t.Errorf("the demo's branch carries bytecode:\n%s", tree)
+		}
+		if changed := gitCLI(t, filepath.Join(work, "repo"), "diff", "--name-only", rs[0].Base, rs[0].Commit); changed != "words.py" {
+			t.Errorf("the demo's branch changes %q, want words.py only", changed)
+		}
 	}
 	if got := gitCLI(t, filepath.Join(work, "repo"), "status", "--porcelain"); got != "" {
 		t.Errorf("the demo touched the worktree:\n%s", got)

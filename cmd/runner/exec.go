@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,7 +110,8 @@ func execTask(ctx context.Context, d *deps, opts *execOptions, prompt string) er
 	t := tasks.Task{
 		ID: id, Repo: repo, Ref: opts.ref, Prompt: prompt, Branch: branch, Check: opts.check,
 		CheckRetries: opts.checkRetries, Network: tasks.Network(opts.network),
-		Policy: policy.Policy{Protected: policy.DefaultProtected},
+		Policy:  policy.Policy{Protected: policy.DefaultProtected},
+		Exclude: slices.Clone(tasks.DefaultExclude),
 	}
 	interactive := cli.IsTerminal(d.stdout) && isTerminalReader(d.stdin)
 	if opts.approve && !interactive {

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,14 @@ type slowSandbox struct{ sandbox.Sandbox }
 func (s slowSandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions) (sandbox.ExecResult, error) {
 	opt.Timeout = time.Hour
 	return s.Sandbox.Exec(ctx, cmd, opt)
+}
+
+func (s slowSandbox) Checkpoint(ctx context.Context) error {
+	return s.Sandbox.(sandbox.Checkpointer).Checkpoint(ctx)
+}
+
+func (s slowSandbox) Restore(ctx context.Context) error {
+	return s.Sandbox.(sandbox.Checkpointer).Restore(ctx)
 }
 
 // A task whose deadline (its timeout plus the margin) passes while a
@@ -77,8 +86,10 @@ func TestTaskDeadlineIsTimeLimitWithPartialWork(t *testing.T) {
 	}
 	wantFiles := map[string]map[string]string{
 		"stuck":     {"notes.txt": "partial"},
-		"slowcheck": {"notes.txt": "checked", "check.txt": "ran"},
+		"slowcheck": {"notes.txt": "checked"},
 	}
+	// What the check wrote before the deadline is not the agent's work.
+	notOnBranch := map[string]string{"slowcheck": "check.txt"}
 	for _, r := range sum.Results {
 		if r.Status != tasks.StatusTimeLimit || !strings.Contains(r.Error, "time limit") || r.Commit == "" {
 			t.Errorf("%s: result = %+v; want time_limit with a commit", r.ID, r)
@@ -91,6 +102,11 @@ func TestTaskDeadlineIsTimeLimitWithPartialWork(t *testing.T) {
 		for file, want := range wantFiles[r.ID] {
 			if got := git(t, repo, "show", branch+":"+file); got != want {
 				t.Errorf("%s: %s on the branch = %q, want %q", r.ID, file, got, want)
+			}
+		}
+		if file := notOnBranch[r.ID]; file != "" {
+			if files := git(t, repo, "ls-tree", "-r", "--name-only", branch); slices.Contains(strings.Fields(files), file) {
+				t.Errorf("%s: %s, written by the check, is on the branch:\n%s", r.ID, file, files)
 			}
 		}
 		msg := git(t, repo, "log", "-1", "--format=%B", branch)

@@ -101,6 +101,9 @@ type work struct {
 	clone    *gitops.Workspace
 	sb       sandbox.Sandbox
 	traj     *agent.Trajectory
+	// lost is set when the workspace may have lost part of the agent's
+	// work (see execCheck): then nothing is committed.
+	lost error
 }
 
 func (w *work) fail(status tasks.Status, err error) {
@@ -182,6 +185,13 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	// Even after a sandbox failure the workspace may still be there (the
 	// daemon hiccuped, the container survived): keep what can be kept.
+	if w.lost != nil {
+		if !strings.Contains(w.res.Error, w.lost.Error()) {
+			w.res.Error = strings.TrimPrefix(w.res.Error+"; "+w.lost.Error(), "; ")
+		}
+		w.res.Error += "; nothing committed"
+		return
+	}
 	cctx, cancelCommit := w.commitContext(ctx)
 	defer cancelCommit()
 	w.commit(cctx, meter)
@@ -278,7 +288,7 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 // check runs the task's check command in the sandbox.
 func (w *work) check(ctx context.Context) (passed bool, feedback string, err error) {
 	w.phase(PhaseCheck)
-	res, err := w.sb.Exec(ctx, w.task.Check, sandbox.ExecOptions{Timeout: w.task.CheckTimeout, MaxOutput: 16 << 10})
+	res, err := w.execCheck(ctx)
 	if err != nil {
 		return false, "", err
 	}
@@ -315,7 +325,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	w.account(meter)
 	cr, err := gitops.CommitTree(ctx, w.repoPath, w.clone.Base, snap, gitops.CommitOptions{
 		Branch: t.Branch, Message: redact.New(w.deps.Secrets...).String(commitMessage(t, w.res)),
-		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected,
+		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected, Exclude: t.Exclude,
 		MaxCommitSize: t.Limits.CommitSize,
 	})
 	switch {
@@ -327,6 +337,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 		return
 	}
 	w.res.Warnings = append(w.res.Warnings, cr.Warnings...)
+	w.res.SetExcluded(cr.Excluded, cr.ExcludedFiles)
 	if cr.NoChanges {
 		return
 	}

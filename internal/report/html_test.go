@@ -77,7 +77,7 @@ var ownElements = map[string]bool{
 	"html": true, "head": true, "meta": true, "title": true, "style": true, "script": true, "body": true,
 	"header": true, "main": true, "footer": true, "section": true, "h1": true, "h2": true, "h3": true,
 	"div": true, "span": true, "p": true, "a": true, "pre": true, "code": true, "strong": true,
-	"dl": true, "dt": true, "dd": true, "ol": true, "li": true, "table": true, "thead": true, "tbody": true,
+	"dl": true, "dt": true, "dd": true, "ol": true, "ul": true, "li": true, "table": true, "thead": true, "tbody": true,
 	"tr": true, "th": true, "td": true, "details": true, "summary": true, "button": true, "label": true,
 	"select": true, "option": true, "input": true, "noscript": true, "meter": true,
 }
@@ -147,7 +147,8 @@ func TestReportIsInert(t *testing.T) {
 
 	for _, want := range []string{hostileFile, hostileContent, hostileSummary, hostileError, hostileBranch + " at " + commit,
 		"</script><img src=x onerror=alert(8)>", "<svg onload=alert(6)>", "</pre></div><script>alert(7)</script>",
-		hostilePrompt, "<b>which</b> one?", "the command matches the deny rule <push>", "500 <i>Internal</i>", "test -f </script>"} {
+		hostilePrompt, "<b>which</b> one?", "the command matches the deny rule <push>", "500 <i>Internal</i>", "test -f </script>",
+		"Left out of the commit", "9 untracked file(s)", hostileExcluded, "__pycache__/", "… 3 more"} {
 		if !strings.Contains(task.text, want) {
 			t.Errorf("the task page does not show %q as text", want)
 		}

@@ -108,7 +108,8 @@ func statusColor(s tasks.Status) string {
 }
 
 // WriteText writes attempt a for a terminal: its status and why, its cost,
-// the agent's summary and questions, then the diff stat and the diff (or,
+// the agent's summary and questions, what the exclude list left out of
+// the commit, then the diff stat and the diff (or,
 // with Trajectory, the timeline). Everything that came from the agent or
 // a repository is escaped by termsafe.
 func WriteText(w io.Writer, a *Attempt, opt TextOptions) error {
@@ -151,6 +152,15 @@ func WriteText(w io.Writer, a *Attempt, opt TextOptions) error {
 		for i, q := range r.Questions {
 			t.line("  %d.", i+1)
 			t.block("     ", q, 0)
+		}
+	}
+	if len(r.Excluded) > 0 {
+		t.line("\nleft out of the commit by the exclude list (%d file(s)):", r.ExcludedFiles)
+		for _, p := range r.Excluded {
+			t.line("  %s", p)
+		}
+		if r.ExcludedMore > 0 {
+			t.line("  %s", t.paint(ansiDim, fmt.Sprintf("… %d more", r.ExcludedMore)))
 		}
 	}
 	if opt.Trajectory {

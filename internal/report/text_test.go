@@ -43,6 +43,7 @@ func TestWriteText(t *testing.T) {
 	r.Summary += terminalHostile
 	r.Error = terminalHostile
 	r.Questions = append(r.Questions, terminalHostile)
+	r.Excluded = append(r.Excluded, terminalHostile)
 	a := ReadAttempt(context.Background(), out, r, gitops.DiffLimits{})
 	a.Diff.Files[1].Lines = append(a.Diff.Files[1].Lines, "+\tindented"+terminalHostile)
 
@@ -66,6 +67,8 @@ func TestWriteText(t *testing.T) {
 			"diff --git a/" + hostileFile + " b/" + hostileFile + "\nnew file mode 100644\n@@ -0,0 +1 @@\n+" + hostileContent,
 			"+       indented" + `\x1b]0;pwned`,
 			"  " + hostileSummary + `\x1b]0;pwned\a\x1b[2J\u009b31m\u202eevil`,
+			"left out of the commit by the exclude list (9 file(s)):\n  __pycache__/\n  " + hostileExcluded + "\n  " +
+				`\x1b]0;pwned\a\x1b[2J\u009b31m\u202eevil\nbranch:    forged` + "\n  … 3 more",
 		} {
 			if !strings.Contains(plain, want) {
 				t.Errorf("the view (colour %v) lacks %q:\n%s", color, want, plain)

@@ -18,6 +18,8 @@
 //     "./dir/", "./file"; modes, symlinks; owned by 1000:1000), which
 //     gitops.CommitTree accepts; afterwards every call but Snapshot and
 //     Close fails with sandbox.ErrStopped;
+//   - Checkpoint and Restore (sandbox.Checkpointer): a copy of the
+//     workspace, put back whole;
 //   - Close: idempotent; afterwards every call fails with sandbox.ErrClosed.
 //
 // It does not emulate: processes (Exec runs an ExecFunc, by default Builtin,
@@ -58,6 +60,7 @@ type Sandbox struct {
 
 	mu      sync.Mutex
 	tree    tree
+	saved   *tree // the checkpoint, if any
 	ran     []string
 	stopped bool
 	closed  bool

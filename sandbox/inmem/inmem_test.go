@@ -207,3 +207,27 @@ func TestBackendFailsAndRecords(t *testing.T) {
 		t.Errorf("configs %+v, started %d", cfgs, len(b.Started()))
 	}
 }
+
+// Restore puts the workspace back as Checkpoint saved it, once.
+func TestCheckpointRestore(t *testing.T) {
+	ctx := context.Background()
+	sb, _ := inmem.New(inmem.Options{Files: map[string]string{"a.py": "a\n", "gone.py": "g\n"}})
+	if err := sb.Restore(ctx); !errors.Is(err, sandbox.ErrNoCheckpoint) {
+		t.Errorf("Restore before Checkpoint: %v, want ErrNoCheckpoint", err)
+	}
+	if err := sb.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sb.WriteFile(ctx, "a.py", []byte("changed\n"), 0)
+	sb.WriteFile(ctx, "__pycache__/a.pyc", []byte("pyc"), 0)
+	sb.Remove("gone.py")
+	if err := sb.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, g, pyc := sb.File("a.py"), sb.File("gone.py"), sb.File("__pycache__/a.pyc"); a != "a\n" || g != "g\n" || pyc != "" {
+		t.Errorf("after Restore: a.py %q, gone.py %q, __pycache__/a.pyc %q", a, g, pyc)
+	}
+	if err := sb.Restore(ctx); !errors.Is(err, sandbox.ErrNoCheckpoint) {
+		t.Errorf("second Restore: %v, want ErrNoCheckpoint", err)
+	}
+}
