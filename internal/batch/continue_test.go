@@ -78,6 +78,29 @@ func TestContinueStepLimitThenSucceeds(t *testing.T) {
 	}
 }
 
+// A continuation that changes nothing leaves the branch where it was, and
+// its result says so: it can be continued again.
+func TestContinueThatChangesNothing(t *testing.T) {
+	r := newMemRun(t)
+	task := r.task("idle")
+	task.MaxSteps = 2
+	r.script(task.Model, wrongFix, runCommand("make"))
+	first := r.run(context.Background(), []tasks.Task{task}, Options{}).Results[0]
+	r.script(task.Model, runCommand("ls"))
+	second, err := r.cont(context.Background(), ContinueOptions{ID: task.ID, MaxSteps: 1})
+	if err != nil || second.Status != tasks.StatusStepLimit || second.Commit != first.Commit || second.Branch != task.Branch {
+		t.Fatalf("second attempt = %+v, %v; want step_limit naming the first commit %s", second, err, first.Commit)
+	}
+	r.script(task.Model, fixHallo, complete)
+	third, err := r.cont(context.Background(), ContinueOptions{ID: task.ID, MaxSteps: 5})
+	if err != nil || third.Status != tasks.StatusSucceeded || third.Continues != 2 {
+		t.Fatalf("third attempt = %+v, %v; want it to succeed, continuing 2", third, err)
+	}
+	if parent := git(t, r.repo, "rev-parse", task.Branch+"^"); parent != first.Commit {
+		t.Errorf("parent of the branch head = %s, want %s", parent, first.Commit)
+	}
+}
+
 // A continuation's budget is its own cap, and it never spends past it.
 func TestContinueKeepsToItsOwnBudget(t *testing.T) {
 	r := newMemRun(t)

@@ -356,6 +356,10 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	}
 	w.res.Warnings = append(w.res.Warnings, cr.Warnings...)
 	if cr.NoChanges {
+		if c := w.plan.cont; c != nil && c.from.Commit != "" {
+			// Nothing new: the branch stays at the earlier commit.
+			w.res.Branch, w.res.Commit = c.from.Branch, c.from.Commit
+		}
 		return
 	}
 	w.res.Branch, w.res.Commit = t.Branch, cr.Hash.String()
