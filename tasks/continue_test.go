@@ -123,4 +123,3 @@ func TestLoadDefinitionMissingNamesFile(t *testing.T) {
 		t.Errorf("err = %v; want ErrNoDefinition naming %s", err, DefinitionPath(dir, "gone"))
 	}
 }
-

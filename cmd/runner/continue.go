@@ -118,7 +118,9 @@ func continueTask(ctx context.Context, d *deps, opts *continueOptions) error {
 		return err
 	}
 	defer endpoint.Close()
-	d.printer.Line("continuing %s", opts.id)
+	if !d.globals.json {
+		d.printer.Line("continuing %s", opts.id)
+	}
 	res, err := batch.Continue(ctx, batch.ContinueOptions{
 		ID: opts.id, BudgetUSD: opts.budgetUSD, MaxSteps: opts.maxSteps, Prompt: opts.prompt,
 	}, batch.Options{RunID: runID, Agent: opts.model.agentConfig()}, batch.Deps{
