@@ -123,3 +123,21 @@ func TestLoadDefinitionMissingNamesFile(t *testing.T) {
 		t.Errorf("err = %v; want ErrNoDefinition naming %s", err, DefinitionPath(dir, "gone"))
 	}
 }
+
+// A damaged results.jsonl whose attempt claims to continue itself does not
+// send the store round in circles.
+func TestContinuationCycleInResults(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	r := result("a", StatusInterrupted)
+	r.Attempt, r.Continues = 2, 2
+	if err := s.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Current("a"); !ok || got.Attempt != 2 {
+		t.Errorf("Current = attempt %d (found %v), want 2", got.Attempt, ok)
+	}
+	if s.Done("a") {
+		t.Errorf("Done = true for a task whose only attempt was interrupted")
+	}
+}

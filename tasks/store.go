@@ -318,7 +318,9 @@ func (s *Store) done(id string) bool {
 // The caller holds mu.
 func (s *Store) current(id string) (Result, bool) {
 	r, ok := s.latest[id]
-	for ok && r.Continues > 0 && !r.Status.Final() {
+	// An attempt continues an earlier one only: a line that says
+	// otherwise (a damaged file) ends the walk.
+	for ok && r.Continues > 0 && r.Continues < r.Attempt && !r.Status.Final() {
 		r, ok = s.attempt(id, r.Continues)
 	}
 	return r, ok

@@ -185,6 +185,10 @@ func readHistory(out string, from tasks.Result, store *tasks.Store, secrets []st
 			break
 		}
 		prev := r.Continues
+		if prev >= r.Attempt {
+			return agent.History{}, fmt.Errorf("attempt %d continues attempt %d, a later one, in %s",
+				r.Attempt, prev, filepath.Join(out, tasks.ResultsFile))
+		}
 		if r, ok = attemptOf(store, from.ID, prev); !ok {
 			return agent.History{}, fmt.Errorf("attempt %d, which attempt %d continued, has no result in %s",
 				prev, chain[0].Attempt, filepath.Join(out, tasks.ResultsFile))
@@ -239,7 +243,7 @@ func continuePrompt(t tasks.Task, from tasks.Result, guidance string) string {
 	return b.String()
 }
 
-// continuedBase is the commit a continuation starts from: the earlier
+// base is the commit a continuation starts from: the earlier
 // attempt's commit, or the task's base if it committed nothing.
 func (c *continuation) base() string {
 	if c.from.Commit != "" {

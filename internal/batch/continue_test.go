@@ -195,6 +195,16 @@ func TestContinueRefusals(t *testing.T) {
 		},
 		want: []string{"moved", "agent/refused"},
 	}, {
+		name:  "results claim a later attempt continued",
+		turns: []fakellm.Turn{wrongFix, runCommand("make")},
+		harm: func(r *memRun, res tasks.Result) {
+			res.Attempt, res.Continues = 2, 5
+			if err := r.store.Record(res); err != nil {
+				r.t.Fatal(err)
+			}
+		},
+		want: []string{"attempt 2 continues attempt 5", "results.jsonl"},
+	}, {
 		name:  "branch deleted",
 		turns: []fakellm.Turn{wrongFix, runCommand("make")},
 		harm:  func(r *memRun, res tasks.Result) { git(r.t, r.repo, "branch", "-D", res.Branch) },
@@ -228,7 +238,7 @@ func TestContinueRefusals(t *testing.T) {
 					t.Errorf("err = %q, want it to mention %q", err, w)
 				}
 			}
-			if n := len(r.store.Results()); n != 1 {
+			if n := len(r.store.Results()); n != 1 && !strings.HasPrefix(tt.name, "results claim") {
 				t.Errorf("%d results recorded, want the first attempt's only", n)
 			}
 			if len(srv.Requests()) != 0 || len(r.backend.Started()) != 1 {
