@@ -96,8 +96,7 @@ func (a *Agent) elide(end int) []int {
 	for i := 2; i < end; i++ {
 		m := &a.history[i]
 		if m.Role == RoleTool && len(m.Content) > elideAbove && !strings.HasPrefix(m.Content, elidedPrefix) {
-			m.Content = fmt.Sprintf("%s %d bytes of %s output removed to save context; run the tool again if you need it]",
-				elidedPrefix, len(m.Content), m.Name)
+			m.Content = elidedContent(*m)
 			elided = append(elided, i)
 		}
 	}
@@ -122,6 +121,12 @@ func (a *Agent) summarizeBefore(ctx context.Context, end int, before int64) erro
 	a.cfg.Trajectory.Record(Event{Type: EventCompaction, Step: a.steps, Stage: "summarize", Replaced: end - 2,
 		Summary: summary, TokensBefore: before, TokensAfter: a.estimate(a.history)})
 	return nil
+}
+
+// elidedContent is what an elided tool result says in place of m's output.
+func elidedContent(m Message) string {
+	return fmt.Sprintf("%s %d bytes of %s output removed to save context; run the tool again if you need it]",
+		elidedPrefix, len(m.Content), m.Name)
 }
 
 const (

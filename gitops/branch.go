@@ -56,15 +56,17 @@ func lockRef(repo *git.Repository, ref plumbing.ReferenceName) (unlock func(), e
 	return func() { _ = fs.Remove(name) }, nil
 }
 
-// setBranch points ref at h, under the ref's lock. A new branch is created
-// only if absent; with force an existing one is moved by compare-and-swap
+// setBranch points ref at h, under the ref's lock. With expect set, the
+// branch must be at expect and is moved from it by compare-and-swap.
+// Otherwise a new branch is created only if absent; with force an existing
+// one is moved by compare-and-swap
 // (go-git's CheckAndSetReference) against the value just read, so a
 // concurrent move is reported as ErrBranchChanged instead of being lost.
 // A branch checked out in any worktree is never written (a
 // *CheckedOutError), nor one that git could not hold beside the existing
 // refs (a *RefConflictError); both are checked under the lock, since the
 // user may check a branch out or create one while a task runs.
-func setBranch(repo *git.Repository, ref plumbing.ReferenceName, h plumbing.Hash, force bool) error {
+func setBranch(repo *git.Repository, ref plumbing.ReferenceName, h plumbing.Hash, force bool, expect plumbing.Hash) error {
 	// A conflict would make the lock itself fail, with a less clear error.
 	if err := refuseConflict(repo, ref); err != nil {
 		return err
@@ -83,6 +85,11 @@ func setBranch(repo *git.Repository, ref plumbing.ReferenceName, h plumbing.Hash
 	cur, err := repo.Storer.Reference(ref)
 	var old *plumbing.Reference
 	switch {
+	case !expect.IsZero():
+		if err := expectAt(ref, cur, err, expect); err != nil {
+			return err
+		}
+		old = cur
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 	case err != nil:
 		return fmt.Errorf("read %s: %w", ref, err)
@@ -97,6 +104,19 @@ func setBranch(repo *git.Repository, ref plumbing.ReferenceName, h plumbing.Hash
 	}
 	if err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	return nil
+}
+
+// expectAt checks that ref, read as cur with readErr, points at expect.
+func expectAt(ref plumbing.ReferenceName, cur *plumbing.Reference, readErr error, expect plumbing.Hash) error {
+	switch {
+	case errors.Is(readErr, plumbing.ErrReferenceNotFound):
+		return fmt.Errorf("%w: %s no longer exists (it was at %s)", ErrBranchChanged, ref.Short(), expect)
+	case readErr != nil:
+		return fmt.Errorf("read %s: %w", ref, readErr)
+	case cur.Type() != plumbing.HashReference || cur.Hash() != expect:
+		return fmt.Errorf("%w: %s is at %s, not at %s", ErrBranchChanged, ref.Short(), cur.Hash(), expect)
 	}
 	return nil
 }

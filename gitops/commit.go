@@ -30,6 +30,11 @@ type CommitOptions struct {
 	// Force moves an existing branch instead of failing with
 	// ErrBranchExists.
 	Force bool
+	// Expect, when set, is where the branch must be: it is moved from
+	// there (by compare-and-swap, so a fast-forward when base is Expect),
+	// and a branch that is elsewhere or gone fails with ErrBranchChanged,
+	// Force or not.
+	Expect plumbing.Hash
 	// MaxFileSize refuses larger files; DefaultMaxFileSize if zero.
 	MaxFileSize int64
 	// MaxEntries refuses snapshots with more tar entries, counting those
@@ -191,11 +196,14 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("read base commit %s: %w", base, err)
 	}
-	if !opts.Force {
-		// Fail before reading the snapshot; setBranch checks again under lock.
-		if _, err := st.Reference(ref); err == nil {
-			return CommitResult{}, fmt.Errorf("%w: %s", ErrBranchExists, opts.Branch)
+	// Fail before reading the snapshot; setBranch checks again under lock.
+	switch cur, err := st.Reference(ref); {
+	case !opts.Expect.IsZero():
+		if err := expectAt(ref, cur, err, opts.Expect); err != nil {
+			return CommitResult{}, err
 		}
+	case !opts.Force && err == nil:
+		return CommitResult{}, fmt.Errorf("%w: %s", ErrBranchExists, opts.Branch)
 	}
 
 	baseFiles, err := flattenTree(st, baseCommit.TreeHash)
@@ -288,7 +296,7 @@ func CommitTree(ctx context.Context, repoPath string, base plumbing.Hash, snapsh
 	if err := ctx.Err(); err != nil {
 		return CommitResult{}, err
 	}
-	if err := setBranch(repo, ref, hash, opts.Force); err != nil {
+	if err := setBranch(repo, ref, hash, opts.Force, opts.Expect); err != nil {
 		return CommitResult{}, err
 	}
 	return CommitResult{Hash: hash, Tree: tree, Branch: ref, Changes: changes, Warnings: warnings, Excluded: excluded, ExcludedFiles: excludedFiles}, nil

@@ -115,7 +115,7 @@ func TestSetBranchCreatesOnce(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			err = setBranch(r, "refs/heads/runner/once", base, false)
+			err = setBranch(r, "refs/heads/runner/once", base, false, zeroHash)
 			switch {
 			case err == nil:
 				wins.Add(1)

@@ -60,7 +60,11 @@ type Tokens struct {
 type Result struct {
 	ID      string `json:"id"`
 	Attempt int    `json:"attempt"`
-	Status  Status `json:"status"`
+	// Continues is the attempt this one went on from (runner continue):
+	// it started from that attempt's branch and history. 0 for an attempt
+	// that started from the task's base.
+	Continues int    `json:"continues,omitempty"`
+	Status    Status `json:"status"`
 	// Repo is redacted: it carries no credentials.
 	Repo string `json:"repo"`
 	Ref  string `json:"ref,omitempty"`

@@ -72,6 +72,8 @@ type marker struct {
 	Attempt   int       `json:"attempt"`
 	StartedAt time.Time `json:"started_at"`
 	PID       int       `json:"pid"`
+	// Continues is the attempt a continuation goes on from; 0 otherwise.
+	Continues int `json:"continues,omitempty"`
 }
 
 // OpenStore opens the out directory dir, creating it if needed, and locks
@@ -217,6 +219,21 @@ func (s *Store) Warnings() []string {
 // work is done, and returns its number: one more than any attempt started
 // or recorded before.
 func (s *Store) Start(id string) (attempt int, err error) {
+	return s.start(id, 0)
+}
+
+// StartContinuation is Start for an attempt that goes on from attempt
+// from (see Result.Continues). Until it records a final result, the task
+// stands where attempt from left it: a rerun does not run it again, and
+// an interrupted continuation leaves the earlier result in force.
+func (s *Store) StartContinuation(id string, from int) (attempt int, err error) {
+	if from < 1 {
+		return 0, fmt.Errorf("start task %s: no attempt to continue", id)
+	}
+	return s.start(id, from)
+}
+
+func (s *Store) start(id string, continues int) (attempt int, err error) {
 	if err := CheckID(id); err != nil {
 		return 0, fmt.Errorf("start task: %w", err)
 	}
@@ -226,7 +243,7 @@ func (s *Store) Start(id string) (attempt int, err error) {
 		return 0, fmt.Errorf("start task %s: %w", id, ErrClosed)
 	}
 	attempt = max(s.started[id].Attempt, s.latest[id].Attempt) + 1
-	m := marker{ID: id, Attempt: attempt, StartedAt: time.Now().UTC(), PID: os.Getpid()}
+	m := marker{ID: id, Attempt: attempt, StartedAt: time.Now().UTC(), PID: os.Getpid(), Continues: continues}
 	data, err := json.Marshal(m)
 	if err != nil {
 		return 0, fmt.Errorf("start task %s: %w", id, err)
@@ -286,11 +303,45 @@ func (s *Store) Record(r Result) error {
 	return nil
 }
 
-// done tells whether id's last attempt ended with a final result; the
-// caller holds mu.
+// done tells whether id's last attempt ended with a final result; a
+// continuation that did not (it was interrupted, or is running, or
+// crashed before recording) leaves the task as the attempt it continued
+// ended. The caller holds mu.
 func (s *Store) done(id string) bool {
+	r, ok := s.current(id)
+	m := s.started[id]
+	return ok && r.Status.Final() && (r.Attempt >= m.Attempt || m.Continues > 0)
+}
+
+// current is the result that stands for task id: its latest, or, when
+// that is a continuation that was interrupted, the result it continued.
+// The caller holds mu.
+func (s *Store) current(id string) (Result, bool) {
 	r, ok := s.latest[id]
-	return ok && r.Status.Final() && r.Attempt >= s.started[id].Attempt
+	// An attempt continues an earlier one only: a line that says
+	// otherwise (a damaged file) ends the walk.
+	for ok && r.Continues > 0 && r.Continues < r.Attempt && !r.Status.Final() {
+		r, ok = s.attempt(id, r.Continues)
+	}
+	return r, ok
+}
+
+// attempt finds the recorded result of one attempt; the caller holds mu.
+func (s *Store) attempt(id string, n int) (Result, bool) {
+	for i := len(s.all) - 1; i >= 0; i-- {
+		if s.all[i].ID == id && s.all[i].Attempt == n {
+			return s.all[i], true
+		}
+	}
+	return Result{}, false
+}
+
+// Current returns the result that stands for task id (see done): the one
+// `runner continue` goes on from.
+func (s *Store) Current(id string) (Result, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current(id)
 }
 
 // Done reports whether task id has a final result from its last attempt, so
@@ -306,9 +357,9 @@ func (s *Store) Finished() map[string]Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]Result{}
-	for id, r := range s.latest {
+	for id := range s.latest {
 		if s.done(id) {
-			out[id] = r
+			out[id], _ = s.current(id)
 		}
 	}
 	return out

@@ -67,6 +67,14 @@ func TestCommandOptions(t *testing.T) {
 			t.Errorf("files %q, want a.yaml b.jsonl", got.files)
 		}
 	})
+	t.Run("continue flags", func(t *testing.T) {
+		var got *continueOptions
+		executeAlone(t, newContinueCmd(testDeps(nil), func(_ context.Context, o *continueOptions) error { got = o; return nil }),
+			"--out", "o", "t1", "--budget", "0.5", "--max-steps", "7", "--prompt", "look in tests/")
+		if got.out != "o" || got.id != "t1" || got.budgetUSD != 0.5 || got.maxSteps != 7 || got.prompt != "look in tests/" {
+			t.Errorf("options %+v, want out o, id t1, budget 0.5, 7 steps, the prompt", got)
+		}
+	})
 	t.Run("rollback of tasks", func(t *testing.T) {
 		var got *rollbackOptions
 		executeAlone(t, newRollbackCmd(testDeps(nil), func(_ context.Context, o *rollbackOptions) error { got = o; return nil }),

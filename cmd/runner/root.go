@@ -82,6 +82,7 @@ func subcommands(d *deps) []*cobra.Command {
 	return []*cobra.Command{
 		newRunCmd(d, nil),
 		newExecCmd(d, nil),
+		newContinueCmd(d, nil),
 		newValidateCmd(d, nil),
 		newReportCmd(d, nil),
 		newShowCmd(d, nil),

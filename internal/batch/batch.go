@@ -265,6 +265,7 @@ type taskPlan struct {
 	task  tasks.Task
 	price budget.Price
 	skip  *tasks.Result // set when an earlier run finished the task
+	cont  *continuation // set when the task goes on from an earlier attempt
 }
 
 // plan applies the defaults and checks every task that will run: its

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/budget"
@@ -34,12 +35,25 @@ const (
 func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, deps Deps) (res tasks.Result, recordErr error) {
 	t := p.task
 	res = tasks.Result{ID: t.ID, Repo: redact.URL(t.Repo), Ref: t.Ref, StartedAt: time.Now().UTC()}
-	attempt, err := deps.Store.Start(t.ID)
+	var attempt int
+	var err error
+	if p.cont != nil {
+		attempt, err = deps.Store.StartContinuation(t.ID, p.cont.from.Attempt)
+		res.Continues = p.cont.from.Attempt
+	} else {
+		attempt, err = deps.Store.Start(t.ID)
+	}
 	if err != nil {
 		res.Status, res.Error = tasks.StatusError, err.Error()
 		return res, err
 	}
 	res.Attempt = attempt
+	if p.cont == nil {
+		// Kept for runner continue; the task runs without it.
+		if err := deps.Store.SaveDefinition(t); err != nil {
+			res.Warnings = append(res.Warnings, "the task cannot be continued later: "+err.Error())
+		}
+	}
 	if deps.Progress != nil {
 		deps.Progress.Started(t, attempt)
 	}
@@ -119,7 +133,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	defer func() { w.account(meter) }()
 
-	trajFile, err := os.Create(filepath.Join(w.deps.Store.Dir(), "trajectories", fmt.Sprintf("%s.%d.jsonl", t.ID, w.res.Attempt)))
+	trajFile, err := os.Create(TrajectoryPath(w.deps.Store.Dir(), t.ID, w.res.Attempt))
 	if err != nil {
 		w.fail(tasks.StatusError, fmt.Errorf("create trajectory: %w", err))
 		return
@@ -151,12 +165,20 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	defer os.RemoveAll(dir)
 	w.phase(PhaseCloning)
-	w.clone, err = gitops.Clone(ctx, gitops.CloneOptions{URL: t.Repo, Ref: t.Ref, Dir: dir, Depth: 1, Auth: w.deps.GitAuth})
+	ref := t.Ref
+	if c := w.plan.cont; c != nil {
+		ref = c.base()
+	}
+	w.clone, err = gitops.Clone(ctx, gitops.CloneOptions{URL: t.Repo, Ref: ref, Dir: dir, Depth: 1, Auth: w.deps.GitAuth})
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusError), fmt.Errorf("clone: %w", err))
 		return
 	}
 	w.res.Base = w.clone.Base.String()
+	if c := w.plan.cont; c != nil {
+		// The branch is reviewed against where the task started.
+		w.res.Base = c.from.Base
+	}
 	w.res.Warnings = append(w.res.Warnings, w.clone.Warnings...)
 	w.repoPath = t.Repo
 	if tasks.IsRemote(t.Repo) {
@@ -257,7 +279,12 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 	cfg.MaxSteps, cfg.TimeLimit, cfg.Network = t.MaxSteps, t.Timeout, t.Network == tasks.NetworkBridge
 	cfg.Ask, cfg.Approve, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.deps.Approve, w.traj, t.Policy
 	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
-	out := a.Run(ctx)
+	var out agent.Outcome
+	if c := w.plan.cont; c != nil {
+		out = a.Resume(ctx, c.history, c.prompt, c.from.Attempt)
+	} else {
+		out = a.Run(ctx)
+	}
 	for retry := 0; ; retry++ {
 		w.res.Questions = out.Questions
 		w.res.Steps = out.Steps
@@ -321,14 +348,23 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 		return
 	}
 	defer snap.Close()
-	force := w.opt.Force || w.res.Attempt > 1 && w.branchFromEarlierAttempt()
+	var force bool
+	var expect plumbing.Hash
+	if c := w.plan.cont; c != nil {
+		expect = c.expect() // moved forward from there, never forced
+	} else {
+		force = w.opt.Force || w.res.Attempt > 1 && w.branchFromEarlierAttempt()
+	}
 	w.account(meter)
 	cr, err := gitops.CommitTree(ctx, w.repoPath, w.clone.Base, snap, gitops.CommitOptions{
 		Branch: t.Branch, Message: redact.New(w.deps.Secrets...).String(commitMessage(t, w.res)),
-		Trailers: trailers(t, w.res), Force: force, Protected: t.Policy.Protected, Exclude: t.Exclude,
+		Trailers: trailers(t, w.res), Force: force, Expect: expect, Protected: t.Policy.Protected, Exclude: t.Exclude,
 		MaxCommitSize: t.Limits.CommitSize,
 	})
 	switch {
+	case w.plan.cont != nil && (errors.Is(err, gitops.ErrBranchChanged) || errors.Is(err, gitops.ErrBranchExists)):
+		w.fail(tasks.StatusError, fmt.Errorf("not committed: branch %s moved while the task went on (someone committed to it): %w", t.Branch, err))
+		return
 	case errors.Is(err, gitops.ErrProtectedPath), errors.Is(err, gitops.ErrCommitTooLarge):
 		w.fail(tasks.StatusPolicyViolation, fmt.Errorf("not committed: %w", err))
 		return
@@ -339,6 +375,10 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	w.res.Warnings = append(w.res.Warnings, cr.Warnings...)
 	w.res.SetExcluded(cr.Excluded, cr.ExcludedFiles)
 	if cr.NoChanges {
+		if c := w.plan.cont; c != nil && c.from.Commit != "" {
+			// Nothing new: the branch stays at the earlier commit.
+			w.res.Branch, w.res.Commit = c.from.Branch, c.from.Commit
+		}
 		return
 	}
 	w.res.Branch, w.res.Commit = t.Branch, cr.Hash.String()

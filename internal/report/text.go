@@ -122,6 +122,9 @@ func WriteText(w io.Writer, a *Attempt, opt TextOptions) error {
 	t.line("%s · attempt %d%s · %s", t.paint(ansiBold, "task "+r.ID), r.Attempt, of,
 		t.paint(statusColor(r.Status), string(r.Status)))
 	t.line("  %s", a.Explain())
+	if r.Continues > 0 {
+		t.line("continues: attempt %d (its branch and history)", r.Continues)
+	}
 	if r.Error != "" {
 		t.line("error:     %s", r.Error)
 	}

@@ -227,6 +227,10 @@ func (tl *Timeline) add(e agent.Event) {
 	switch e.Type {
 	case agent.EventTask:
 		tl.Prompt, tl.Model, tl.Tools = clip(e.Text, maxText), e.Model, e.Tools
+	case agent.EventContinue:
+		// The history goes on from the earlier attempt's; the message
+		// telling the agent to go on comes next, shown as a message.
+		tl.Model, tl.Tools = e.Model, e.Tools
 	case agent.EventMessage:
 		if e.Message == nil || e.Message.Role == "system" {
 			return // the system prompt is runner's own, the same for every task
