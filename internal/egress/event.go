@@ -30,3 +30,7 @@ type Event struct {
 	BytesUp   int64 `json:"bytes_up"`
 	BytesDown int64 `json:"bytes_down"`
 }
+
+// Stopped is the Method of the event a backend reports when the proxy
+// stopped before the sandbox was closed; Reason says why.
+const Stopped = "STOPPED"

@@ -115,7 +115,7 @@ func lookupError(err error) string {
 		if dnsErr.IsTimeout {
 			return "lookup timed out"
 		}
-		return "lookup failed"
+		return "lookup failed: " + dnsErr.Err
 	}
 	return err.Error()
 }
@@ -152,13 +152,18 @@ func (p *Proxy) dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 // connect opens a tunnel for CONNECT host:port.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	authority := r.RequestURI
-	t, refused := p.check(r.Context(), r.Method, authority, 0)
+	// A client may half-close right after its request and the bytes it
+	// wants tunnelled; net/http reads that as a client gone and cancels
+	// the request's context. The lookup and the dial have their own
+	// deadlines instead.
+	ctx := context.WithoutCancel(r.Context())
+	t, refused := p.check(ctx, r.Method, authority, 0)
 	if refused != nil {
 		p.refuse(w, refused)
 		return
 	}
 	ev := Event{Method: r.Method, Host: t.host, Port: t.port, Addr: t.addr.Addr().String(), Decision: Allowed}
-	up, err := p.dial(r.Context(), t.addr)
+	up, err := p.dial(ctx, t.addr)
 	if err != nil {
 		ev.Reason = "connect failed: " + dialError(err)
 		p.report(ev)

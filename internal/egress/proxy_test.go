@@ -338,3 +338,22 @@ func TestForwardPlainHTTP(t *testing.T) {
 		t.Errorf("GET / on the proxy: %d, want 400", res.StatusCode)
 	}
 }
+
+// A client that sends its tunnel's first bytes with the CONNECT and
+// half-closes (nc with a file on stdin) still gets its tunnel.
+func TestConnectClientHalfClosesEarly(t *testing.T) {
+	echo := echoServer(t)
+	dns := &fakeDNS{answers: map[string][][]netip.Addr{"ok.example.test.": {addrs("198.51.100.7")}}}
+	h := newHarness(t, []string{"ok.example.test:443"}, dns, map[string]string{"198.51.100.7:443": echo})
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT ok.example.test:443 HTTP/1.1\r\nHost: ok.example.test:443\r\n\r\nping")
+	c.(*net.TCPConn).CloseWrite()
+	got, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200") || !strings.HasSuffix(string(got), "\r\n\r\nping") {
+		t.Fatalf("reply = %q, want 200 then the echo of ping", got)
+	}
+}
