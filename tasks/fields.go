@@ -33,6 +33,8 @@ type spec struct {
 	Timeout            *time.Duration
 	BudgetUSD          *float64
 	Network            *Network
+	// Allow is the egress allowlist of network: {allow: [...]}.
+	Allow              []string
 	Memory, Pids, Disk *int64
 	CPUs               *float64
 	Env                map[string]string
@@ -180,16 +182,7 @@ var taskFields = []field{
 			s.Timeout = &d
 		}
 	}},
-	{"network", false, func(r *reader, v *yaml.Node, a at, s *spec) {
-		if n, ok := r.str(v, a); ok {
-			if n != string(NetworkNone) && n != string(NetworkBridge) {
-				r.addField(v, a, "want %q or %q, got %q", NetworkNone, NetworkBridge, n)
-				return
-			}
-			nw := Network(n)
-			s.Network = &nw
-		}
-	}},
+	{"network", false, decodeNetwork},
 	{"limits", false, decodeLimits},
 	{"env", false, decodeEnv},
 	{"push", false, func(r *reader, v *yaml.Node, a at, s *spec) {
