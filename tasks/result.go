@@ -93,6 +93,10 @@ type Result struct {
 	// git would have made: attributes not applied, nested repositories and
 	// submodule content left out (see gitops).
 	Warnings []string `json:"warnings,omitempty"`
+	// RefusedHosts are the "host:port" the egress proxy refused, each once,
+	// in the order first asked for (network: {allow: [...]} only); the
+	// trajectory has every decision, with its reason.
+	RefusedHosts []string `json:"refused_hosts,omitempty"`
 }
 
 // UnmarshalJSON reads a result. Earlier versions named the task's branch

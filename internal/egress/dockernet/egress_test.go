@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/runner-dev/runner/internal/dockertest"
@@ -23,74 +20,10 @@ import (
 	"github.com/runner-dev/runner/sandbox"
 )
 
-const testLabel = "dev.runner.test.egress"
-
-func newClient(t *testing.T) *client.Client {
-	t.Helper()
-	dockertest.Engine(t) // fails or skips the test without an engine
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Ping(t.Context(), client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
 func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// upstreamNet is the tests' stand-in for the internet: a bridge network in
-// a documentation range (198.51.100.0/24, not private, routed nowhere).
-func upstreamNet(t *testing.T, cli *client.Client) string {
-	t.Helper()
-	name := "runner-test-egress-up-" + randomID()
-	_, err := cli.NetworkCreate(t.Context(), name, client.NetworkCreateOptions{
-		Driver: "bridge", Labels: map[string]string{testLabel: "1"},
-		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("198.51.100.0/24")}}},
-	})
-	if err != nil {
-		t.Fatalf("create the test's upstream network: %v", err)
-	}
-	t.Cleanup(func() { cli.NetworkRemove(context.Background(), name, client.NetworkRemoveOptions{}) })
-	return name
-}
-
-// webServer starts busybox httpd serving body at / on net under aliases,
-// and returns its address on net.
-func webServer(t *testing.T, cli *client.Client, net, body string, aliases ...string) (netip.Addr, string) {
-	t.Helper()
-	ctx := t.Context()
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name: "runner-test-egress-web-" + randomID(),
-		Config: &container.Config{Image: dockertest.Busybox(t), Labels: map[string]string{testLabel: "1"},
-			Cmd: []string{"sh", "-c", "mkdir -p /tmp/www && echo " + body + " > /tmp/www/index.html && exec httpd -f -p 80 -h /tmp/www"}},
-		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(net)},
-		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			net: {Aliases: aliases},
-		}},
-	})
-	t.Cleanup(func() {
-		if created.ID != "" {
-			cli.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true})
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := cli.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Container.NetworkSettings.Networks[net].IPAddress, created.ID
 }
 
 // events collects what the proxy reports.
@@ -156,10 +89,10 @@ func networksOf(t *testing.T, cli *client.Client, runID string) []string {
 }
 
 func TestAllowlistOnTheEngine(t *testing.T) {
-	cli := newClient(t)
+	cli := dockertest.Client(t)
 	e := dockertest.Engine(t)
-	up := upstreamNet(t, cli)
-	pkgIP, _ := webServer(t, cli, up, "hello-from-pkg", "pkg.example.test", "other.example.test", "a.wild.example.test")
+	up := dockertest.UpstreamNetwork(t)
+	pkgIP, _ := dockertest.WebServer(t, up, "hello-from-pkg", "pkg.example.test", "other.example.test", "a.wild.example.test")
 	runID := dockertest.RunID + "-egress-" + randomID()
 	ev := newEvents()
 	sb, err := e.Start(t.Context(), sandbox.Config{
@@ -182,7 +115,7 @@ func TestAllowlistOnTheEngine(t *testing.T) {
 	if len(internal) != 1 {
 		t.Fatalf("networks of the run: %v, want one", internal)
 	}
-	_, privateID := webServer(t, cli, internal[0], "private", "private.example.test")
+	_, privateID := dockertest.WebServer(t, internal[0], "private", "private.example.test")
 
 	env, _ := run(t, sb, "env | grep -i _proxy= | sort")
 	for _, k := range []string{"HTTP_PROXY=http://", "HTTPS_PROXY=http://", "NO_PROXY=localhost", "http_proxy=http://", "https_proxy=http://", "no_proxy=localhost"} {
@@ -293,7 +226,7 @@ func TestAllowlistOnTheEngine(t *testing.T) {
 // network; removing the run's leftovers (what runner does on exit, and
 // cleanup does by owner and deadline) removes them too.
 func TestRemoveRunRemovesProxyAndNetwork(t *testing.T) {
-	cli := newClient(t)
+	cli := dockertest.Client(t)
 	e := dockertest.Engine(t)
 	runID := dockertest.RunID + "-egress-" + randomID()
 	if _, err := e.Start(t.Context(), sandbox.Config{Image: dockertest.Busybox(t), RunID: runID, Egress: []string{"pkg.example.test"}}); err != nil {
@@ -316,7 +249,7 @@ func TestRemoveRunRemovesProxyAndNetwork(t *testing.T) {
 }
 
 func TestStartRefusesBadAllowlist(t *testing.T) {
-	cli := newClient(t)
+	cli := dockertest.Client(t)
 	_, err := dockernet.Start(t.Context(), cli, dockernet.Options{Allow: []string{"10.0.0.1:443"}, Name: "runner-test"})
 	if err == nil || !strings.Contains(err.Error(), "IP addresses") {
 		t.Fatalf("Start with an IP rule: %v", err)
