@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	mathrand "math/rand/v2"
 	"net/netip"
 	"sync"
 	"testing"
@@ -45,32 +46,28 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// upstreamMu serialises the tests' upstream networks of this process:
-// they share one subnet.
-var upstreamMu sync.Mutex
-
 // UpstreamNetwork is the tests' stand-in for the internet: a bridge
-// network in a documentation range (198.51.100.0/24: not private, routed
-// nowhere), removed at the end of the test. One exists at a time per
-// process.
+// network in a documentation range (a /28 of 198.51.100.0/24: not
+// private, routed nowhere), removed at the end of the test. Test
+// processes running at once each get a free /28.
 func UpstreamNetwork(t testing.TB) string {
 	t.Helper()
 	c := Client(t)
-	upstreamMu.Lock()
 	name := "runner-test-upstream-" + randomID()
-	_, err := c.NetworkCreate(context.Background(), name, client.NetworkCreateOptions{
-		Driver: "bridge", Labels: map[string]string{LabelTest: "1"},
-		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("198.51.100.0/24")}}},
-	})
-	if err != nil {
-		upstreamMu.Unlock()
-		t.Fatalf("create the test's upstream network: %v", err)
+	var err error
+	for _, i := range mathrand.Perm(16) {
+		subnet := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(16 * i)}), 28)
+		_, err = c.NetworkCreate(context.Background(), name, client.NetworkCreateOptions{
+			Driver: "bridge", Labels: map[string]string{LabelTest: "1"},
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
+		})
+		if err == nil {
+			t.Cleanup(func() { c.NetworkRemove(context.Background(), name, client.NetworkRemoveOptions{}) })
+			return name
+		}
 	}
-	t.Cleanup(func() {
-		c.NetworkRemove(context.Background(), name, client.NetworkRemoveOptions{})
-		upstreamMu.Unlock()
-	})
-	return name
+	t.Fatalf("create the test's upstream network: %v", err)
+	return ""
 }
 
 // WebServer starts busybox httpd serving body at / on network net, under
@@ -78,12 +75,19 @@ func UpstreamNetwork(t testing.TB) string {
 // server's address on net and its container id.
 func WebServer(t testing.TB, net, body string, aliases ...string) (netip.Addr, string) {
 	t.Helper()
+	return WebServerWith(t, net, body, "", aliases...)
+}
+
+// WebServerWith is WebServer with a shell snippet run in /tmp/www before
+// the server starts, to add files.
+func WebServerWith(t testing.TB, net, body, setup string, aliases ...string) (netip.Addr, string) {
+	t.Helper()
 	c := Client(t)
 	ctx := context.Background()
 	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: "runner-test-web-" + randomID(),
 		Config: &container.Config{Image: Busybox(t), Labels: map[string]string{LabelTest: "1"},
-			Cmd: []string{"sh", "-c", `mkdir -p /tmp/www && printf '%s\n' "$0" > /tmp/www/index.html && exec httpd -f -p 80 -h /tmp/www`, body}},
+			Cmd: []string{"sh", "-c", `mkdir -p /tmp/www && cd /tmp/www && printf '%s\n' "$0" > index.html && eval "$1" && exec httpd -f -p 80 -h /tmp/www`, body, setup + ":"}},
 		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(net)},
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			net: {Aliases: aliases},

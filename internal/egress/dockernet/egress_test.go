@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
 	"github.com/runner-dev/runner/internal/dockertest"
@@ -258,4 +259,56 @@ func TestStartRefusesBadAllowlist(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("Start with no rule: %v", err)
 	}
+}
+
+// The proxy serves the sandbox's network only: a container on its
+// upstream network cannot use it.
+func TestProxyNotServedUpstream(t *testing.T) {
+	cli := dockertest.Client(t)
+	up := dockertest.UpstreamNetwork(t)
+	eg, err := dockernet.Start(t.Context(), cli, dockernet.Options{Allow: []string{"pkg.example.test"}, Name: "runner-test-" + randomID(), Upstream: up,
+		Labels: map[string]string{dockertest.LabelTest: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eg.Close(context.Background())
+	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{Filters: make(client.Filters).Add("label", dockernet.LabelRole+"=proxy", dockertest.LabelTest+"=1")})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("proxy container: %v", err)
+	}
+	var upIP string
+	for _, c := range list.Items {
+		res, err := cli.ContainerInspect(t.Context(), c.ID, client.ContainerInspectOptions{})
+		if err == nil && res.Container.NetworkSettings.Networks[eg.Network()] != nil {
+			upIP = res.Container.NetworkSettings.Networks[up].IPAddress.String()
+		}
+	}
+	if upIP == "" {
+		t.Fatal("the proxy's upstream address not found")
+	}
+	// A neighbour on the upstream network tries the proxy's port there;
+	// as a control, the same probe on its internal address would work (the
+	// sandbox tests show it).
+	_, id := dockertest.WebServer(t, up, "neighbour")
+	out := execIn(t, cli, id, fmt.Sprintf("nc -w 5 %s %d </dev/null; echo exit=$?", upIP, dockernet.ProxyPort))
+	if strings.Contains(out, "exit=0") {
+		t.Fatalf("a container on the upstream network reached the proxy:\n%s", out)
+	}
+}
+
+// execIn runs cmd with sh -c in container id and returns its output.
+func execIn(t *testing.T, cli *client.Client, id, cmd string) string {
+	t.Helper()
+	created, err := cli.ExecCreate(t.Context(), id, client.ExecCreateOptions{Cmd: []string{"sh", "-c", cmd}, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := cli.ExecAttach(t.Context(), created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer att.Close()
+	var out strings.Builder
+	stdcopy.StdCopy(&out, &out, att.Reader)
+	return out.String()
 }

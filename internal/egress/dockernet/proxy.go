@@ -154,7 +154,15 @@ func Start(ctx context.Context, cli *client.Client, opt Options) (_ *Egress, err
 		close(e.done)
 		return nil, fmt.Errorf("egress: create network: %w", err)
 	}
-	args := []string{"egress-proxy", "--listen", ":" + strconv.Itoa(ProxyPort)}
+	inspected, err := cli.NetworkInspect(ctx, e.network, client.NetworkInspectOptions{})
+	if err != nil || len(inspected.Network.IPAM.Config) == 0 || !inspected.Network.IPAM.Config[0].Subnet.IsValid() {
+		close(e.done)
+		return nil, fmt.Errorf("egress: the subnet of network %s: %v", e.network, err)
+	}
+	// The proxy serves the internal network only: on the upstream one,
+	// other containers could use it (and write in this task's record).
+	args := []string{"egress-proxy", "--listen", ":" + strconv.Itoa(ProxyPort),
+		"--listen-in", inspected.Network.IPAM.Config[0].Subnet.String()}
 	for _, r := range allow.Rules() {
 		args = append(args, "--allow", r.String())
 	}
