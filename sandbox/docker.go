@@ -52,7 +52,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
 	var eg *dockernet.Egress
 	if len(cfg.Egress) > 0 {
 		if cfg, eg, err = e.startEgress(ctx, cfg, name, deadline); err != nil {
-			return nil, fmt.Errorf("start sandbox: %w", err)
+			return nil, err
 		}
 	}
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{

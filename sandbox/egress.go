@@ -21,7 +21,6 @@ var ErrEgressStopped = dockernet.ErrProxyStopped
 // carries the sandbox's labels, so cleanup removes it with the sandbox.
 func (e *Engine) startEgress(ctx context.Context, cfg Config, name string, deadline time.Time) (Config, *dockernet.Egress, error) {
 	report := cfg.EgressReport
-	var eg *dockernet.Egress
 	eg, err := dockernet.Start(ctx, e.cli, dockernet.Options{
 		Allow: cfg.Egress, Name: name, Labels: cfg.labels(deadline), Upstream: cfg.EgressUpstream,
 		Report: report,
