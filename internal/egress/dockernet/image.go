@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -62,15 +63,24 @@ func ensureImage(ctx context.Context, cli *client.Client, bin string) (string, e
 	return tag, nil
 }
 
+// staleImageAge is how old the proxy image of another build must be before
+// removeOtherImages removes it: another runner (another version, a test
+// binary) may have just made its own and be about to use it.
+const staleImageAge = time.Hour
+
 // removeOtherImages removes the proxy images of other builds of the
-// binary, so that they do not pile up. One still in use is left (the
-// engine refuses to remove it), as is any error: they are only space.
+// binary made over staleImageAge ago, so that they do not pile up. One
+// still in use is left (the engine refuses to remove it), as is any
+// error: they are only space.
 func removeOtherImages(ctx context.Context, cli *client.Client, keep string) {
 	list, err := cli.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", imageRepo)})
 	if err != nil {
 		return
 	}
 	for _, img := range list.Items {
+		if time.Since(time.Unix(img.Created, 0)) < staleImageAge {
+			continue
+		}
 		for _, ref := range img.RepoTags {
 			if ref != keep && strings.HasPrefix(ref, imageRepo+":") {
 				cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{})
