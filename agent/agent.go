@@ -71,6 +71,9 @@ type Config struct {
 	MaxMalformed int
 	// Network tells the model whether the sandbox has network access.
 	Network bool
+	// Egress, when Network is set, names the only hosts the sandbox may
+	// reach (an allowlist enforced by a proxy), for the model to know.
+	Egress []string
 	// Policy refuses tool calls before they reach the sandbox: writes to
 	// protected paths, denied commands, and whatever its pre-tool hook
 	// refuses. Its zero value refuses nothing.

@@ -15,6 +15,11 @@ func systemPrompt(cfg Config, tools []ToolSpec) string {
 	if cfg.Network {
 		network = "The network is available."
 	}
+	if cfg.Network && len(cfg.Egress) > 0 {
+		network = "Network access is limited to these hosts (a name without a port means ports 80 and 443), through the " +
+			"HTTP proxy named in HTTP_PROXY and HTTPS_PROXY: " + strings.Join(cfg.Egress, ", ") + ". There is no DNS: " +
+			"tools must use the proxy. Every other host is refused, and so are IP addresses."
+	}
 	var names []string
 	for _, t := range tools {
 		names = append(names, t.Name)

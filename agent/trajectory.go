@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/internal/termsafe"
 )
@@ -25,6 +26,7 @@ const (
 	EventPanic      = "panic"       // a bug of the runner ended the task: Error and the stack in Text
 	EventEndpoint   = "endpoint"    // a model call waits for the endpoint to answer again, or has waited
 	EventAdapt      = "adapt"       // the request rules changed in answer to a server's refusal: the change in Text
+	EventEgress     = "egress"      // the egress proxy allowed or refused a connection, or stopped (Egress)
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,
@@ -89,6 +91,9 @@ type Event struct {
 	Error   string   `json:"error,omitempty"`
 	Outcome *Outcome `json:"outcome,omitempty"`
 	Text    string   `json:"text,omitempty"`
+
+	// egress
+	Egress *egress.Event `json:"egress,omitempty"`
 }
 
 // WireMessage is a Message as stored in a trajectory.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,27 +33,31 @@ type CleanupReport struct {
 // whose deadline has passed. It never touches the containers of a live run
 // (on another host, a run counts as live until its deadline).
 func (e *Engine) Cleanup(ctx context.Context) (CleanupReport, error) {
-	return e.removeWhere(ctx, nil, func(l Leftover, labelsOK bool) string {
-		switch {
-		case !labelsOK && l.State != string(container.StateRunning):
-			return "labels damaged"
-		case !labelsOK:
-			return ""
-		case time.Now().After(l.Deadline):
-			return "deadline passed"
-		case !l.Owner.Alive():
-			return "owner dead"
-		}
+	rep, err := e.removeWhere(ctx, nil, deadRun)
+	return rep, errors.Join(err, e.removeEgressNetworks(ctx, nil, deadRun))
+}
+
+// deadRun says why a leftover of a run is to be removed, or "" to keep it.
+func deadRun(l Leftover, labelsOK bool) string {
+	switch {
+	case !labelsOK && l.State != string(container.StateRunning):
+		return "labels damaged"
+	case !labelsOK:
 		return ""
-	})
+	case time.Now().After(l.Deadline):
+		return "deadline passed"
+	case !l.Owner.Alive():
+		return "owner dead"
+	}
+	return ""
 }
 
 // RemoveRun removes every sandbox container of run runID, whatever its
 // state: the runner's own last line of defence on shutdown.
 func (e *Engine) RemoveRun(ctx context.Context, runID string) (CleanupReport, error) {
-	return e.removeWhere(ctx, []string{LabelRun + "=" + runID}, func(Leftover, bool) string {
-		return "run " + runID + " ended"
-	})
+	why := func(Leftover, bool) string { return "run " + runID + " ended" }
+	rep, err := e.removeWhere(ctx, []string{LabelRun + "=" + runID}, why)
+	return rep, errors.Join(err, e.removeEgressNetworks(ctx, []string{LabelRun + "=" + runID}, why))
 }
 
 // List returns runner's sandbox containers (of every run).

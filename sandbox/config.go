@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/runner-dev/runner/internal/egress"
 )
 
 // Config describes one sandbox. The zero value of every field but Image
@@ -14,6 +16,20 @@ type Config struct {
 	Image string
 	// Network is "none" (the default: loopback only) or "bridge".
 	Network string
+	// Egress, when not empty, is an allowlist of host names and ports (see
+	// package egress; Network must then be left "none"): the sandbox joins
+	// a network with no route out but a proxy that lets through only what
+	// the list allows, and HTTP_PROXY, HTTPS_PROXY and NO_PROXY (and their
+	// lower-case forms) name that proxy. When the proxy stops, commands
+	// and file operations fail with ErrEgressStopped.
+	Egress []string
+	// EgressReport receives every decision of the proxy, in order, and an
+	// event with Method egress.Stopped if the proxy stops before the
+	// sandbox is closed. It must not block for long.
+	EgressReport func(egress.Event)
+	// EgressUpstream is the network with a route out the proxy joins;
+	// empty means the engine's "bridge".
+	EgressUpstream string
 	// User is the numeric "uid:gid" that runs every command and owns the
 	// workspace. Default "1000:1000".
 	User string
@@ -107,6 +123,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Network != "none" && c.Network != "bridge" {
 		return c, fmt.Errorf("sandbox config: network %q: want none or bridge", c.Network)
+	}
+	if err := c.checkEgress(); err != nil {
+		return c, err
 	}
 	if c.User == "" {
 		c.User = DefaultUser

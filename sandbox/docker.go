@@ -12,6 +12,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/internal/egress/dockernet"
 )
 
 // Docker is a Sandbox backed by one container of a Docker engine.
@@ -22,6 +24,7 @@ type Docker struct {
 	cfg      Config
 	uid, gid int
 	deadline time.Time
+	egress   *dockernet.Egress // nil without an allowlist
 
 	mu        sync.Mutex
 	stopped   bool
@@ -46,6 +49,12 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
 	if cfg.TaskID != "" {
 		name = "runner-" + safeName(cfg.TaskID) + "-" + randomID()
 	}
+	var eg *dockernet.Egress
+	if len(cfg.Egress) > 0 {
+		if cfg, eg, err = e.startEgress(ctx, cfg, name, deadline); err != nil {
+			return nil, err
+		}
+	}
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
 		Config:     containerConfig(cfg, deadline),
@@ -53,11 +62,9 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
-	d := &Docker{e: e, id: created.ID, name: name, cfg: cfg, uid: uid, gid: gid, deadline: deadline}
+	d := &Docker{e: e, id: created.ID, name: name, cfg: cfg, uid: uid, gid: gid, deadline: deadline, egress: eg}
 	if err != nil {
-		if created.ID != "" {
-			d.Close(ctx)
-		}
+		d.Close(ctx)
 		return nil, e.explain("create sandbox", cfg.Image, err)
 	}
 	ok := false
@@ -173,7 +180,7 @@ func (d *Docker) usable() error {
 	case d.stopped:
 		return ErrStopped
 	}
-	return nil
+	return d.egressError()
 }
 
 // closeTimeout bounds Close, retries included.
@@ -203,6 +210,10 @@ func (d *Docker) Close(ctx context.Context) error {
 		// A daemon that is restarting refuses connections for a while:
 		// keep trying, so that the container does not outlive its run.
 		wait := 250 * time.Millisecond
+		defer d.closeEgress(ctx)
+		if d.id == "" {
+			return
+		}
 		for {
 			_, err := d.e.cli.ContainerRemove(ctx, d.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 			if err == nil || cerrdefs.IsNotFound(err) {
@@ -216,6 +227,16 @@ func (d *Docker) Close(ctx context.Context) error {
 		}
 	})
 	return d.closeErr
+}
+
+// closeEgress removes the proxy and its network, after the container.
+func (d *Docker) closeEgress(ctx context.Context) {
+	if d.egress == nil {
+		return
+	}
+	if err := d.egress.Close(ctx); err != nil && d.closeErr == nil {
+		d.closeErr = err
+	}
 }
 
 // stoppedError explains why the container no longer runs, for a caller

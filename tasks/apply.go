@@ -88,6 +88,7 @@ func merge(d, s *spec) Task {
 		MaxSteps:     deref(pick(s.MaxSteps, d.MaxSteps)),
 		Timeout:      deref(pick(s.Timeout, d.Timeout)),
 		Network:      deref(pick(s.Network, d.Network)),
+		Allow:        slices.Clone(pickAllow(s, d)),
 		Limits: Limits{
 			Memory:     deref(pick(s.Memory, d.Memory)),
 			Disk:       deref(pick(s.Disk, d.Disk)),
@@ -118,6 +119,15 @@ func merge(d, s *spec) Task {
 		t.Push = &p
 	}
 	return t
+}
+
+// pickAllow is the allowlist that goes with the network picked: the
+// task's when it sets network, else the defaults'.
+func pickAllow(s, d *spec) []string {
+	if s.Network != nil {
+		return s.Allow
+	}
+	return d.Allow
 }
 
 // pick returns the task's value if set, else the default's.

@@ -20,7 +20,7 @@
 // The keys of a task are id, repo, ref, prompt or prompt_file, branch
 // (default agent/<id>), check, check_retries, check_timeout, image, model,
 // provider (a name of internal/provider), budget_usd, max_steps, timeout,
-// network (none or bridge; default none), limits (memory, cpus, pids), env,
+// network (none, bridge, or {allow: [host, *.domain:port]}; default none), limits (memory, cpus, pids), env,
 // push, and the policy: protected_paths
 // (globs; policy.DefaultProtected when unset, none when []), deny_commands
 // (Go regular expressions), pre_tool_hook (an executable on the host) and

@@ -23,16 +23,18 @@ type spec struct {
 	ID, Repo, Ref      *string
 	Prompt, PromptFile *string
 	// MaxPrompt is max_prompt_size, set in defaults only.
-	MaxPrompt          *int64
-	Branch, Check      *string
-	Image, Model       *string
-	Provider           *string
-	CheckRetries       *int
-	MaxSteps           *int
-	CheckTimeout       *time.Duration
-	Timeout            *time.Duration
-	BudgetUSD          *float64
-	Network            *Network
+	MaxPrompt     *int64
+	Branch, Check *string
+	Image, Model  *string
+	Provider      *string
+	CheckRetries  *int
+	MaxSteps      *int
+	CheckTimeout  *time.Duration
+	Timeout       *time.Duration
+	BudgetUSD     *float64
+	Network       *Network
+	// Allow is the egress allowlist of network: {allow: [...]}.
+	Allow              []string
 	Memory, Pids, Disk *int64
 	CommitSize         *int64
 	CPUs               *float64
@@ -187,16 +189,7 @@ var taskFields = []field{
 			s.Timeout = &d
 		}
 	}},
-	{"network", false, func(r *reader, v *yaml.Node, a at, s *spec) {
-		if n, ok := r.str(v, a); ok {
-			if n != string(NetworkNone) && n != string(NetworkBridge) {
-				r.addField(v, a, "want %q or %q, got %q", NetworkNone, NetworkBridge, n)
-				return
-			}
-			nw := Network(n)
-			s.Network = &nw
-		}
-	}},
+	{"network", false, decodeNetwork},
 	{"limits", false, decodeLimits},
 	{"env", false, decodeEnv},
 	{"push", false, func(r *reader, v *yaml.Node, a at, s *spec) {

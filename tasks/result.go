@@ -106,6 +106,10 @@ type Result struct {
 	Excluded      []string `json:"excluded,omitempty"`
 	ExcludedMore  int      `json:"excluded_more,omitempty"`
 	ExcludedFiles int      `json:"excluded_files,omitempty"`
+	// RefusedHosts are the "host:port" the egress proxy refused, each once,
+	// in the order first asked for (network: {allow: [...]} only); the
+	// trajectory has every decision, with its reason.
+	RefusedHosts []string `json:"refused_hosts,omitempty"`
 }
 
 // MaxExcludedListed caps Result.Excluded.

@@ -16,6 +16,9 @@ const (
 	NetworkNone Network = "none"
 	// NetworkBridge gives the sandbox outbound access through Docker's bridge.
 	NetworkBridge Network = "bridge"
+	// NetworkAllowlist lets the sandbox reach only the hosts of Task.Allow,
+	// through runner's egress proxy (network: {allow: [...]} in the file).
+	NetworkAllowlist Network = "allowlist"
 )
 
 // Limits are the resource caps of a task's sandbox. A zero field means the
@@ -84,8 +87,13 @@ type Task struct {
 	MaxSteps int
 	// Timeout caps the task's wall-clock time, check included.
 	Timeout time.Duration
-	// Network is NetworkNone unless the file asks for NetworkBridge.
+	// Network is NetworkNone unless the file asks for NetworkBridge or
+	// gives an allowlist (NetworkAllowlist).
 	Network Network
+	// Allow is the egress allowlist when Network is NetworkAllowlist:
+	// host names or *.domain, each with an optional :port (see package
+	// egress), validated at load time.
+	Allow []string
 	// Limits are the sandbox's resource caps.
 	Limits Limits
 	// Env holds non-secret environment variables for the sandbox; defaults

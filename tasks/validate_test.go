@@ -92,7 +92,7 @@ tasks:
 		`tasks.yaml:17:17: task "bad id": budget_usd: want a number, got "ten"`,
 		`tasks.yaml:18:16: task "bad id": max_steps: must be positive, got -3`,
 		`tasks.yaml:19:14: task "bad id": timeout: bad duration "30 minutes" (want a Go duration like 30m or 1h30m)`,
-		`tasks.yaml:20:14: task "bad id": network: want "none" or "bridge", got "host"`,
+		`tasks.yaml:20:14: task "bad id": network: want "none", "bridge" or a mapping with allow: [host names], got "host"`,
 		`tasks.yaml:22:15: task "bad id": limits.memory: 1m is below the 6m minimum`,
 		`tasks.yaml:23:13: task "bad id": limits.cpus: must be positive, got -1`,
 		`tasks.yaml:24:13: task "bad id": limits.pids: want a whole number, got "64"`,

@@ -26,11 +26,13 @@ func newCleanupCmd(d *deps, runF func(context.Context, *cleanupOptions) error) *
 		Long: `Remove the sandbox containers whose run is over: those whose owner process
 on this host is dead, those past their deadline (a task's lifetime, so even
 a run on another host is cleaned up in the end), and stopped ones whose
-labels were damaged. The containers of a live run are never touched.
+labels were damaged. The containers of a live run are never touched. The
+egress proxies of tasks with an allowlist are among these containers; their
+internal networks are removed too, by the same rules.
 
 A run removes its own containers, even on Ctrl-C; cleanup is for a runner
 that was killed (SIGKILL, a crash, a reboot). With --dry-run, list what would
-be removed and remove nothing. With --json, print {"dry_run", "removed",
+be removed and remove nothing (it lists containers, not networks). With --json, print {"dry_run", "removed",
 "kept"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/internal/termsafe"
 )
 
@@ -24,7 +25,14 @@ func main() {
 // Main runs the runner command line with args (without the program name)
 // and returns the exit code; see the cli package for their meaning. SIGINT
 // and SIGTERM cancel the command's context; a second one exits at once.
+//
+// "runner egress-proxy" is not a command for people: it is the egress
+// proxy that a sandbox with an allowlist runs in a container of its own
+// (see package egress), and it is left out of the help.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "egress-proxy" {
+		return egress.Main(args[1:], stdout, stderr)
+	}
 	ctx, stop := signalContext(context.Background())
 	defer stop()
 	d := newDeps(stdin, stdout, stderr, os.Getenv)

@@ -75,20 +75,21 @@ type fileCheck struct {
 
 // taskView is a task as --json shows it: what a run will do with it.
 type taskView struct {
-	ID            string  `json:"id"`
-	Line          int     `json:"line"`
-	Repo          string  `json:"repo"`
-	Ref           string  `json:"ref,omitempty"`
-	Branch        string  `json:"branch"`
-	Model         string  `json:"model,omitempty"`
-	Image         string  `json:"image,omitempty"`
-	BudgetUSD     float64 `json:"budget_usd,omitempty"`
-	MaxSteps      int     `json:"max_steps,omitempty"`
-	Timeout       string  `json:"timeout,omitempty"`
-	Check         string  `json:"check,omitempty"`
-	CheckRetries  int     `json:"check_retries,omitempty"`
-	Network       string  `json:"network"`
-	PushOnSuccess bool    `json:"push_on_success"`
+	ID            string   `json:"id"`
+	Line          int      `json:"line"`
+	Repo          string   `json:"repo"`
+	Ref           string   `json:"ref,omitempty"`
+	Branch        string   `json:"branch"`
+	Model         string   `json:"model,omitempty"`
+	Image         string   `json:"image,omitempty"`
+	BudgetUSD     float64  `json:"budget_usd,omitempty"`
+	MaxSteps      int      `json:"max_steps,omitempty"`
+	Timeout       string   `json:"timeout,omitempty"`
+	Check         string   `json:"check,omitempty"`
+	CheckRetries  int      `json:"check_retries,omitempty"`
+	Network       string   `json:"network"`
+	Allow         []string `json:"allow,omitempty"` // the egress allowlist of network "allowlist"
+	PushOnSuccess bool     `json:"push_on_success"`
 }
 
 // problemView is a tasks.Problem as --json shows it.
@@ -128,7 +129,7 @@ func checkFile(ctx context.Context, path string) fileCheck {
 		v := taskView{
 			ID: t.ID, Line: t.Source.Line, Repo: redact.URL(t.Repo), Ref: t.Ref, Branch: t.Branch,
 			Model: t.Model, Image: t.Image, BudgetUSD: t.BudgetUSD, MaxSteps: t.MaxSteps,
-			Check: t.Check, CheckRetries: t.CheckRetries, Network: string(t.Network), PushOnSuccess: t.ShouldPush(true),
+			Check: t.Check, CheckRetries: t.CheckRetries, Network: string(t.Network), Allow: t.Allow, PushOnSuccess: t.ShouldPush(true),
 		}
 		if t.Timeout > 0 {
 			v.Timeout = shortDuration(t.Timeout)

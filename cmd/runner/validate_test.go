@@ -23,7 +23,7 @@ var mistakes = []string{
 	mistakesYAML + `:6:5: task "typo-in-key": missing prompt`,
 	mistakesYAML + `:7:5: task "typo-in-key": unknown key "promt" (did you mean "prompt"?)`,
 	mistakesYAML + `:8:9: id "bad network" has the character ' '`,
-	mistakesYAML + `:10:14: task "bad network": network: want "none" or "bridge", got "internet"`,
+	mistakesYAML + `:10:14: task "bad network": network: want "none", "bridge" or a mapping with allow: [host names], got "internet"`,
 	mistakesYAML + `:11:5: task "no-prompt": missing prompt`,
 	mistakesYAML + `:15:21: task "secret-env": env.GITHUB_TOKEN: the value looks like a GitHub token`,
 	mistakesYAML + `:19:15: task "bad-memory": limits.memory: memory size "lots"`,

@@ -117,7 +117,8 @@ type work struct {
 	traj     *agent.Trajectory
 	// lost is set when the workspace may have lost part of the agent's
 	// work (see execCheck): then nothing is committed.
-	lost error
+	lost   error
+	egress *egressWatch // nil without an allowlist
 }
 
 func (w *work) fail(status tasks.Status, err error) {
@@ -186,10 +187,22 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 
 	w.phase(PhaseSandbox)
-	sb, err := w.deps.StartSandbox(ctx, sandbox.Config{
+	cfg := sandbox.Config{
 		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
-	})
+	}
+	// With an allowlist, the agent and the check work under a context the
+	// egress proxy's end cancels: without its proxy the sandbox has no
+	// network, and the task ends as sandbox_error.
+	workCtx := ctx
+	if t.Network == tasks.NetworkAllowlist {
+		var stopWork context.CancelCauseFunc
+		workCtx, stopWork = context.WithCancelCause(ctx)
+		defer stopWork(nil)
+		w.egress = &egressWatch{traj: w.traj, halt: stopWork}
+		cfg.Network, cfg.Egress, cfg.EgressReport = "", t.Allow, w.egress.report
+	}
+	sb, err := w.deps.StartSandbox(ctx, cfg)
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
 		return
@@ -197,7 +210,12 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	w.sb = sb
 	defer sb.Close(context.WithoutCancel(ctx))
 
-	status, summary, agentErr := w.work(ctx, meter)
+	status, summary, agentErr := w.work(workCtx, meter)
+	refused, egressErr := w.egress.result()
+	w.res.RefusedHosts = refused
+	if egressErr != nil {
+		status, agentErr = tasks.StatusSandboxError, egressErr.Error()
+	}
 	w.res.Status, w.res.Summary = status, summary
 	if agentErr != "" {
 		w.res.Error = agentErr
@@ -276,7 +294,11 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 	cfg := w.opt.Agent
 	cfg.HostTools = host.Tools()
 	cfg.Model, cfg.Price, cfg.Meter = t.Model, w.plan.price, meter
-	cfg.MaxSteps, cfg.TimeLimit, cfg.Network = t.MaxSteps, t.Timeout, t.Network == tasks.NetworkBridge
+	cfg.MaxSteps, cfg.TimeLimit = t.MaxSteps, t.Timeout
+	cfg.Network = t.Network == tasks.NetworkBridge || t.Network == tasks.NetworkAllowlist
+	if t.Network == tasks.NetworkAllowlist {
+		cfg.Egress = t.Allow
+	}
 	cfg.Ask, cfg.Approve, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.deps.Approve, w.traj, t.Policy
 	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
 	var out agent.Outcome

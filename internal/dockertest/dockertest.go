@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/sandbox"
 )
 
@@ -78,7 +79,14 @@ func CheckLeftovers() []string {
 
 // Main runs the tests of a package that uses the engine and fails the run
 // if any sandbox container was left behind.
+//
+// The test binary also stands in for runner's own: a sandbox with an
+// egress allowlist runs the current executable as "egress-proxy" in a
+// container, and Main serves that instead of running the tests.
 func Main(m *testing.M) int {
+	if len(os.Args) > 1 && os.Args[1] == "egress-proxy" {
+		return egress.Main(os.Args[2:], os.Stdout, os.Stderr)
+	}
 	code := m.Run()
 	if left := CheckLeftovers(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: sandbox containers left behind by the tests:\n  %s\n", strings.Join(left, "\n  "))
