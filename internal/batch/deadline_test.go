@@ -48,6 +48,9 @@ func (s slowSandbox) Restore(ctx context.Context) error {
 // not interrupted; its work so far is committed on its branch, marked
 // partial; its container is removed; and a rerun does not run it again.
 func TestTaskDeadlineIsTimeLimitWithPartialWork(t *testing.T) {
+	// The timeout covers cloning and starting the sandbox too: long enough
+	// for a loaded engine to start one before the deadline.
+	const taskTimeout = 15 * time.Second
 	repo := fixtureRepo(t)
 	dir := t.TempDir()
 	store, err := tasks.OpenStore(dir)
@@ -70,8 +73,8 @@ func TestTaskDeadlineIsTimeLimitWithPartialWork(t *testing.T) {
 		return slowSandbox{sb}, nil
 	}
 	queue := []tasks.Task{
-		{ID: "stuck", Repo: repo, Prompt: "Write notes, then wait.", Timeout: 3 * time.Second},
-		{ID: "slowcheck", Repo: repo, Prompt: "Write notes.", Timeout: 3 * time.Second,
+		{ID: "stuck", Repo: repo, Prompt: "Write notes, then wait.", Timeout: taskTimeout},
+		{ID: "slowcheck", Repo: repo, Prompt: "Write notes.", Timeout: taskTimeout,
 			Check: "echo ran > check.txt; sleep 600", CheckTimeout: time.Hour},
 	}
 	for i := range queue {
