@@ -370,7 +370,7 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	// spent: 8,000*1,000 + 2,000*500 + 1,000*2,000 = 11,000,000; held: 500*1,000 + 100*2,000 = 700,000
 	want := `{"calls":1,"prompt_tokens":10000,"cached_tokens":2000,"completion_tokens":1000,` +
-		`"spent_usd":0.011,"spent_nanodollars":11000000,"reserved_usd":0.0007,"cap_usd":2,"remaining_usd":1.9883}`
+		`"spent_usd":0.011,"spent_nanodollars":11000000,"reserved_usd":0.0007,"cap_usd":2,"remaining_usd":1.9883,"cap_share":0.0055}`
 	if string(got) != want {
 		t.Errorf("summary JSON\n got %s\nwant %s", got, want)
 	}
