@@ -383,3 +383,45 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("unlimited summary JSON\n got %s\nwant %s", unlimited, want)
 	}
 }
+
+// TestReserveLeavingKeepsTheReserve: a call that fits only by using the
+// reserve kept for the final call is refused until the caller asks without
+// it; the grant leaves the reserve untouched in the tightest meter.
+func TestReserveLeavingKeepsTheReserve(t *testing.T) {
+	run := newMeter(t, 0.01, nil) // 10,000,000
+	task := newMeter(t, 0, run)
+	const keep = Nanodollars(3_000_000)
+	// prompt 1,000,000 + 2,000 tokens out at 2,000 = 5,000,000: fits in 7,000,000.
+	r, err := task.ReserveLeaving(keep, flat, 1_000, 8_192, 2_000)
+	if err != nil {
+		t.Fatalf("ReserveLeaving within the reserve: %v", err)
+	}
+	if got, want := r.CompletionTokens(), int64(3_000); got != want {
+		t.Errorf("granted %d completion tokens, want %d (7,000,000 left beyond the reserve)", got, want)
+	}
+	if err := r.Commit(Usage{PromptTokens: 1_000, CompletionTokens: 2_000}); err != nil {
+		t.Fatal(err)
+	}
+	// 5,000,000 left: a call of least 5,000,000 fits, but not beyond the reserve.
+	if _, err := task.ReserveLeaving(keep, flat, 1_000, 8_192, 2_000); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("ReserveLeaving into the reserve: %v, want ErrExhausted", err)
+	}
+	if tot := run.Totals(); tot.Reserved != 0 {
+		t.Errorf("a refused reservation held %s", tot.Reserved)
+	}
+	r, err = task.ReserveLeaving(0, flat, 1_000, 8_192, 2_000)
+	if err != nil {
+		t.Fatalf("the final call, with the reserve: %v", err)
+	}
+	if got := r.Amount(); got != 5_000_000 {
+		t.Errorf("final call holds %s, want all of the 5,000,000 left", got)
+	}
+	r.Release()
+	if _, err := task.ReserveLeaving(-1, flat, 1, 1, 1); err == nil || errors.Is(err, ErrExhausted) {
+		t.Errorf("negative reserve: %v, want an invalid request", err)
+	}
+	unlimited := newMeter(t, 0, nil)
+	if _, err := unlimited.ReserveLeaving(keep, flat, 1_000, 10, 1); err != nil {
+		t.Errorf("an unlimited meter refused a call for its reserve: %v", err)
+	}
+}

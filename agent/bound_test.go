@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/runner-dev/runner/budget"
+	"github.com/runner-dev/runner/internal/fakellm"
+)
+
+// Every reservation event names how its prompt bound was counted and the
+// margin: the model's tokenizer where the price table names one, bytes
+// elsewhere.
+func TestRequestEventsNameTheBound(t *testing.T) {
+	for _, tt := range []struct {
+		tokenizer  budget.Tokenizer
+		wantBy     string
+		wantMargin float64
+	}{
+		{budget.O200kBase, "o200k_base", budget.TokenizerMargin},
+		{budget.TokenizerBytes, "bytes", 0},
+	} {
+		price := testPrice(t)
+		price.Tokenizer = tt.tokenizer
+		srv := fakellm.New(t,
+			fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(1000, 10, 0),
+			fakellm.ToolCall("complete", `{"summary":"done"}`).WithUsage(1100, 10, 0))
+		meter, _ := budget.NewMeter(1, nil)
+		a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter, Price: price})
+		if out := a.Run(context.Background()); out.Status != StatusCompleted {
+			t.Fatalf("%s: outcome %+v", tt.wantBy, out)
+		}
+		n := 0
+		for _, e := range events(t, traj) {
+			switch e.Type {
+			case EventRequest:
+				n++
+				if e.BoundTokenizer != tt.wantBy || e.BoundMargin != tt.wantMargin {
+					t.Errorf("request bounded by %q with margin %v; want %q, %v", e.BoundTokenizer, e.BoundMargin, tt.wantBy, tt.wantMargin)
+				}
+			case EventResponse:
+				if e.ReservedUSD <= 0 || e.CostUSD <= 0 || e.CostUSD > e.ReservedUSD || e.PromptBound <= 0 {
+					t.Errorf("response shows reserved $%v, charged $%v, bound %d; want both, charged within reserved",
+						e.ReservedUSD, e.CostUSD, e.PromptBound)
+				}
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d request events, want 2", n)
+		}
+	}
+}
+
+// A server that counts more prompt tokens than the tokenizer bound allowed
+// for the same messages makes the task bound by bytes from then on, and
+// the trajectory says why.
+func TestServerCountAboveBoundFallsBackToBytes(t *testing.T) {
+	srv := fakellm.New(t,
+		fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(1000, 10, 0),
+		// The new messages (a short call and its short result) are bounded
+		// by a few dozen tokens; the server says 3,000.
+		fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(4000, 10, 0),
+		fakellm.ToolCall("complete", `{"summary":"done"}`).WithUsage(4100, 10, 0))
+	meter, _ := budget.NewMeter(1, nil)
+	a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter})
+	if out := a.Run(context.Background()); out.Status != StatusCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	var by []string
+	var why []string
+	for _, e := range events(t, traj) {
+		switch e.Type {
+		case EventRequest:
+			by = append(by, e.BoundTokenizer)
+		case EventBound:
+			why = append(why, e.Text)
+		}
+	}
+	if strings.Join(by, ",") != "o200k_base,o200k_base,bytes" {
+		t.Errorf("requests bounded by %v; want the tokenizer until the server counted more, then bytes", by)
+	}
+	if len(why) != 1 || !strings.Contains(why[0], "counted 4000 prompt tokens") {
+		t.Errorf("bound events %q; want one saying what the server counted", why)
+	}
+}
+
+// When a step no longer fits without the reserve kept for the final call,
+// the model is told once how much is left, and may spend the reserve.
+func TestFinalNoticeOnce(t *testing.T) {
+	// gpt-4o-mini: 150 n$ a prompt token, 600 a completion token. A call
+	// reporting 1,000 + 10 tokens costs 156,000 n$; a cap of 5,000,000
+	// with 10% kept back pays for about 27 calls, then the reserve for 3.
+	srv := fakellm.New(t)
+	srv.Forever(fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(1000, 10, 0))
+	meter, _ := budget.NewMeter(0.005, nil)
+	a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter, FinalReserve: 0.1})
+	out := a.Run(context.Background())
+	if out.Status != StatusBudgetExhausted {
+		t.Fatalf("outcome %+v, want budget_exhausted", out)
+	}
+	var notices []int // request indexes whose last message is the notice
+	for i, r := range srv.Requests() {
+		n := 0
+		for _, m := range r.Messages {
+			if strings.HasPrefix(m.Content, "Budget notice:") {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Fatalf("request %d carries %d budget notices, want at most 1", i+1, n)
+		}
+		if n == 1 && strings.HasPrefix(r.Messages[len(r.Messages)-1].Content, "Budget notice:") {
+			notices = append(notices, i)
+		}
+	}
+	if len(notices) != 1 || notices[0] < 10 {
+		t.Fatalf("notice sent last in requests %v of %d; want in one, once the 90%% were spent", notices, len(srv.Requests()))
+	}
+	if after := len(srv.Requests()) - 1 - notices[0]; after < 1 {
+		t.Errorf("%d calls after the notice: the reserve (10%% of the cap, three calls) was not spent", after)
+	}
+	var msg string
+	for _, e := range events(t, traj) {
+		if e.Type == EventMessage && e.Message != nil && strings.HasPrefix(e.Message.Content, "Budget notice:") {
+			msg = e.Message.Content
+		}
+	}
+	if !strings.Contains(msg, "of the $0.0050 budget is left") {
+		t.Errorf("notice %q does not say what is left of the cap", msg)
+	}
+	if out.Spend.SpentUSD > 0.005 {
+		t.Errorf("spent $%v of $0.005", out.Spend.SpentUSD)
+	}
+}
