@@ -16,11 +16,17 @@ import (
 // framing are always bounded by bytes: they are sent once, and after the
 // first reply they are inside the count the server reported.
 //
-// If a server ever counts more prompt tokens than the bound predicted,
-// the tokenizer is dropped for the rest of the task and bytes bound every
-// message from then on (see calibrate).
+// The tokenizer bound holds only if the server counts with that
+// tokenizer, which a model's name does not prove (a local model may be
+// served under an OpenAI name). So it is used only once the server's own
+// count has agreed with it: until then bytes bound every message, and the
+// tokenizer's bound of the same messages is compared with what the server
+// counted (see calibrate). If a server ever counts more prompt tokens than
+// the tokenizer predicted, before or after, the tokenizer is dropped for
+// the rest of the task and bytes bound every message from then on.
 type promptBounds struct {
 	tokenizer budget.Tokenizer // TokenizerBytes once fallen back
+	trusted   bool             // the server's count agreed with the tokenizer's bound
 	fallback  string           // why the tokenizer was dropped
 	// byMessage caches a message's bound by the SHA-256 of its JSON, so a
 	// message is counted once however often it is sent without a known
@@ -38,14 +44,25 @@ func newPromptBounds(t budget.Tokenizer) promptBounds {
 // method names how messages are bounded and the margin applied, for the
 // reservation events of the trajectory.
 func (b *promptBounds) method() (string, float64) {
-	if b.tokenizer == budget.TokenizerBytes {
+	if b.tokenizer == budget.TokenizerBytes || !b.trusted {
 		return budget.TokenizerBytes.String(), 0
 	}
 	return b.tokenizer.String(), budget.TokenizerMargin
 }
 
-// message bounds the tokens of one message, framing included.
+// message bounds the tokens of one message, framing included, as used:
+// by the tokenizer once trusted, else by bytes.
 func (b *promptBounds) message(m Message) int64 {
+	if !b.trusted {
+		raw, _ := json.Marshal(wireMessage(m))
+		return budget.TokensUpperBound(len(raw))
+	}
+	return b.byTokenizer(m)
+}
+
+// byTokenizer bounds one message by its tokens under the tokenizer, never
+// above its byte bound; by bytes only once the tokenizer is dropped.
+func (b *promptBounds) byTokenizer(m Message) int64 {
 	raw, _ := json.Marshal(wireMessage(m))
 	byBytes := budget.TokensUpperBound(len(raw))
 	if b.tokenizer == budget.TokenizerBytes {
@@ -77,6 +94,7 @@ func (b *promptBounds) drop(why string) {
 	}
 	b.fallback = why + "; prompts are bounded by their bytes from now on"
 	b.tokenizer = budget.TokenizerBytes
+	b.trusted = false
 	clear(b.byMessage)
 }
 
@@ -85,13 +103,21 @@ func (b *promptBounds) drop(why string) {
 // server last reported for a prefix of the history plus a bound of the
 // messages added since; otherwise, and before any report, a bound of every
 // message and tool definition plus the request's framing. newPart is the
-// part of the bound that the server's count has not covered.
-func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) (bound, newPart int64) {
+// part of the bound that the server's count has not covered. Until the
+// tokenizer is trusted, trial is what it would have bounded the same
+// request by (0 when no earlier count covers a prefix).
+func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) (bound, newPart, trial int64) {
 	if prefixKnown && a.knownLen > 0 && a.knownLen <= len(msgs) {
 		for _, m := range msgs[a.knownLen:] {
 			newPart += a.bounds.message(m)
+			if !a.bounds.trusted && a.bounds.tokenizer.Known() {
+				trial += a.bounds.byTokenizer(m)
+			}
 		}
-		return a.known + newPart, newPart
+		if trial > 0 {
+			trial += a.known
+		}
+		return a.known + newPart, newPart, trial
 	}
 	newPart = budget.RequestOverhead
 	for _, m := range msgs {
@@ -101,7 +127,7 @@ func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) 
 		b, _ := json.Marshal(t)
 		newPart += budget.TokensUpperBound(len(b))
 	}
-	return newPart, newPart
+	return newPart, newPart, 0
 }
 
 // calibrate compares the prompt tokens the server counted for a request
@@ -110,17 +136,25 @@ func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) 
 // trajectory), and drops the tokenizer if the server counted more than the
 // bound: the tokenizer, its margin or the framing allowed for do not hold
 // for this server, and only bytes are sure to.
-func (a *Agent) calibrate(counted, bound, newPart int64) float64 {
+//
+// A trial bound (see promptBound) the server's count kept to makes the
+// tokenizer trusted from the next call on; one it passed drops it.
+func (a *Agent) calibrate(counted, bound, newPart, trial int64) float64 {
 	ratio := 0.0
 	if newPart > 0 {
 		ratio = float64(counted-(bound-newPart)) / float64(newPart)
 	}
-	if counted > bound {
+	switch {
+	case trial > 0 && counted <= trial:
+		a.bounds.trusted = true
+	case trial > 0:
+		a.bounds.drop(fmt.Sprintf("the server counted %d prompt tokens where the %s bound would have been %d", counted, a.bounds.tokenizer, trial))
+	case counted > bound && a.bounds.trusted:
 		a.bounds.drop(fmt.Sprintf("the server counted %d prompt tokens where the %s bound was %d", counted, a.bounds.tokenizer, bound))
-		if a.bounds.fallback != "" && !a.fellBack {
-			a.fellBack = true
-			a.cfg.Trajectory.Record(Event{Type: EventBound, Step: a.steps, Text: a.bounds.fallback})
-		}
+	}
+	if a.bounds.fallback != "" && !a.fellBack {
+		a.fellBack = true
+		a.cfg.Trajectory.Record(Event{Type: EventBound, Step: a.steps, Text: a.bounds.fallback})
 	}
 	return ratio
 }

@@ -10,34 +10,36 @@ import (
 )
 
 // Every reservation event names how its prompt bound was counted and the
-// margin: the model's tokenizer where the price table names one, bytes
+// margin: the model's tokenizer where the price table names one, once the
+// server's count agreed with it (the second call's), bytes before and
 // elsewhere.
 func TestRequestEventsNameTheBound(t *testing.T) {
 	for _, tt := range []struct {
 		tokenizer  budget.Tokenizer
-		wantBy     string
+		wantBy     []string
 		wantMargin float64
 	}{
-		{budget.O200kBase, "o200k_base", budget.TokenizerMargin},
-		{budget.TokenizerBytes, "bytes", 0},
+		{budget.O200kBase, []string{"bytes", "bytes", "o200k_base"}, budget.TokenizerMargin},
+		{budget.TokenizerBytes, []string{"bytes", "bytes", "bytes"}, 0},
 	} {
 		price := testPrice(t)
 		price.Tokenizer = tt.tokenizer
 		srv := fakellm.New(t,
 			fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(1000, 10, 0),
+			fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(1050, 10, 0),
 			fakellm.ToolCall("complete", `{"summary":"done"}`).WithUsage(1100, 10, 0))
 		meter, _ := budget.NewMeter(1, nil)
 		a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter, Price: price})
 		if out := a.Run(context.Background()); out.Status != StatusCompleted {
 			t.Fatalf("%s: outcome %+v", tt.wantBy, out)
 		}
-		n := 0
+		var by []string
 		for _, e := range events(t, traj) {
 			switch e.Type {
 			case EventRequest:
-				n++
-				if e.BoundTokenizer != tt.wantBy || e.BoundMargin != tt.wantMargin {
-					t.Errorf("request bounded by %q with margin %v; want %q, %v", e.BoundTokenizer, e.BoundMargin, tt.wantBy, tt.wantMargin)
+				by = append(by, e.BoundTokenizer)
+				if margin := map[bool]float64{true: tt.wantMargin}[e.BoundTokenizer != "bytes"]; e.BoundMargin != margin {
+					t.Errorf("request bounded by %q with margin %v; want margin %v", e.BoundTokenizer, e.BoundMargin, margin)
 				}
 			case EventResponse:
 				if e.ReservedUSD <= 0 || e.CostUSD <= 0 || e.CostUSD > e.ReservedUSD || e.PromptBound <= 0 {
@@ -46,42 +48,58 @@ func TestRequestEventsNameTheBound(t *testing.T) {
 				}
 			}
 		}
-		if n != 2 {
-			t.Errorf("%d request events, want 2", n)
+		if strings.Join(by, ",") != strings.Join(tt.wantBy, ",") {
+			t.Errorf("requests bounded by %v, want %v", by, tt.wantBy)
 		}
 	}
 }
 
 // A server that counts more prompt tokens than the tokenizer bound allowed
 // for the same messages makes the task bound by bytes from then on, and
-// the trajectory says why.
+// the trajectory says why: before the tokenizer was trusted (its trial
+// bound passed) or after.
 func TestServerCountAboveBoundFallsBackToBytes(t *testing.T) {
-	srv := fakellm.New(t,
-		fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(1000, 10, 0),
-		// The new messages (a short call and its short result) are bounded
-		// by a few dozen tokens; the server says 3,000.
-		fakellm.ToolCall("run_command", `{"command":"ls"}`).WithUsage(4000, 10, 0),
-		fakellm.ToolCall("complete", `{"summary":"done"}`).WithUsage(4100, 10, 0))
-	meter, _ := budget.NewMeter(1, nil)
-	a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter})
-	if out := a.Run(context.Background()); out.Status != StatusCompleted {
-		t.Fatalf("outcome %+v", out)
-	}
-	var by []string
-	var why []string
-	for _, e := range events(t, traj) {
-		switch e.Type {
-		case EventRequest:
-			by = append(by, e.BoundTokenizer)
-		case EventBound:
-			why = append(why, e.Text)
+	// The new messages of each call (a short call and its short result)
+	// are bounded by a few dozen tokens; the server says 3,000.
+	for _, tt := range []struct {
+		name   string
+		counts []int64
+		wantBy string
+		want   string
+	}{
+		{"in the trial", []int64{1000, 4000, 4100, 4200}, "bytes,bytes,bytes,bytes", "bound would have been"},
+		{"once trusted", []int64{1000, 1050, 4050, 4100}, "bytes,bytes,o200k_base,bytes", "o200k_base bound was"},
+	} {
+		var turns []fakellm.Turn
+		for i, c := range tt.counts {
+			turn := fakellm.ToolCall("run_command", `{"command":"ls"}`)
+			if i == len(tt.counts)-1 {
+				turn = fakellm.ToolCall("complete", `{"summary":"done"}`)
+			}
+			turns = append(turns, turn.WithUsage(c, 10, 0))
 		}
-	}
-	if strings.Join(by, ",") != "o200k_base,o200k_base,bytes" {
-		t.Errorf("requests bounded by %v; want the tokenizer until the server counted more, then bytes", by)
-	}
-	if len(why) != 1 || !strings.Contains(why[0], "counted 4000 prompt tokens") {
-		t.Errorf("bound events %q; want one saying what the server counted", why)
+		srv := fakellm.New(t, turns...)
+		meter, _ := budget.NewMeter(1, nil)
+		a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter})
+		if out := a.Run(context.Background()); out.Status != StatusCompleted {
+			t.Fatalf("%s: outcome %+v", tt.name, out)
+		}
+		var by []string
+		var why []string
+		for _, e := range events(t, traj) {
+			switch e.Type {
+			case EventRequest:
+				by = append(by, e.BoundTokenizer)
+			case EventBound:
+				why = append(why, e.Text)
+			}
+		}
+		if strings.Join(by, ",") != tt.wantBy {
+			t.Errorf("%s: requests bounded by %v; want %s", tt.name, by, tt.wantBy)
+		}
+		if len(why) != 1 || !strings.Contains(why[0], tt.want) || !strings.Contains(why[0], "bounded by their bytes from now on") {
+			t.Errorf("%s: bound events %q; want one saying what the server counted", tt.name, why)
+		}
 	}
 }
 

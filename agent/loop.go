@@ -185,20 +185,20 @@ func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, max
 	if a.timeLeft() <= 0 {
 		return held{}, fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	}
-	bound, newPart := a.promptBound(msgs, tools, prefixKnown)
+	bound, newPart, trial := a.promptBound(msgs, tools, prefixKnown)
 	most, least := a.completionReserve(maxCompletion)
 	res, err := a.cfg.Meter.ReserveLeaving(a.finalReserve(), a.cfg.Price, bound, most, least)
 	if err != nil {
 		return held{}, err
 	}
-	return held{res: res, bound: bound, newPart: newPart}, nil
+	return held{res: res, bound: bound, newPart: newPart, trial: trial}, nil
 }
 
 // held is a call's reservation with the prompt bound it was made for, and
 // the part of that bound no count of the server's covered.
 type held struct {
-	res            *budget.Reservation
-	bound, newPart int64
+	res                   *budget.Reservation
+	bound, newPart, trial int64
 }
 
 // requestEvent is the trajectory's record of a reservation.
@@ -272,7 +272,7 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		cost = res.Amount()
 		res.CommitBound()
 	} else {
-		ratio = a.calibrate(resp.Usage.PromptTokens, bound, h.newPart)
+		ratio = a.calibrate(resp.Usage.PromptTokens, bound, h.newPart, h.trial)
 		if purpose == "" {
 			a.known, a.knownLen = resp.Usage.PromptTokens, len(msgs)
 		}
