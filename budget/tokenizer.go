@@ -50,8 +50,10 @@ const TokenizerMargin = float64(TokenizerMarginPercent) / 100
 // countChunk is the longest piece of text counted at once. Byte-pair
 // encoding a piece costs the square of its length (16 KiB of one repeated
 // letter takes a third of a second in one piece), so a long text is
-// counted in chunks, cut after a newline where there is one.
-const countChunk = 2 << 10
+// counted in chunks, cut after a newline where there is one. Small chunks
+// are also faster with this library (a fifth of the time of 2 KiB chunks
+// for prose, BenchmarkBoundCost).
+const countChunk = 512
 
 // Known reports whether t names a tokenizer runner can count with.
 func (t Tokenizer) Known() bool { return t == O200kBase || t == Cl100kBase }
@@ -99,7 +101,7 @@ func loadEncoding(t Tokenizer) (*tiktoken.Tiktoken, error) {
 
 // CountTokens counts the tokens of texts with tokenizer t, without the
 // margin: the sum of each text's count, a long text counted in chunks of
-// at most 2 KiB (see countChunk). It fails for TokenizerBytes or when the
+// at most 512 bytes (see countChunk). It fails for TokenizerBytes or when the
 // vocabulary cannot be loaded. It is safe for concurrent use; the first
 // call for a tokenizer loads its vocabulary (about a second).
 func CountTokens(t Tokenizer, texts ...string) (int64, error) {
