@@ -151,3 +151,36 @@ func TestFinalNoticeOnce(t *testing.T) {
 		t.Errorf("spent $%v of $0.005", out.Spend.SpentUSD)
 	}
 }
+
+// The count the server reported for the history's first messages bounds
+// nothing of a compaction's summary request, which is another
+// conversation of as many messages: its bound is that of all it sends.
+func TestCompactionRequestIsBoundedWhole(t *testing.T) {
+	srv := fakellm.New(t,
+		fakellm.Text("done").WithUsage(100, 5, 0),
+		fakellm.ContextLengthExceeded(),
+		fakellm.Text("the summary").WithUsage(900, 5, 0),
+		fakellm.ToolCall("complete", `{"summary":"done"}`).WithUsage(300, 5, 0))
+	meter, _ := budget.NewMeter(1, nil)
+	a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter})
+	if out := a.Run(context.Background()); out.Status != StatusCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	if out := a.Continue(context.Background(), "The check failed: "+strings.Repeat("FAIL x_test.go:12\n", 200)); out.Status != StatusCompleted {
+		t.Fatalf("continued: outcome %+v", out)
+	}
+	var summary *fakellm.Request
+	for _, r := range srv.Requests() {
+		if len(r.Tools) == 0 {
+			summary = &r
+		}
+	}
+	if summary == nil {
+		t.Fatal("no summary request was made")
+	}
+	for _, e := range events(t, traj) {
+		if e.Type == EventRequest && e.Purpose == "compaction" && e.PromptBound < int64(len(summary.Body))/4 {
+			t.Errorf("the summary request of %d bytes was bounded by %d tokens", len(summary.Body), e.PromptBound)
+		}
+	}
+}
