@@ -31,6 +31,8 @@ func TestUsageErrors(t *testing.T) {
 		{"rollback of a repo without branch", []string{"rollback", "--repo", "r"}, "runner: if any flags in the group [repo branch] are set they must all be set", "runner rollback"},
 		{"unknown provider", []string{"run", "--provider", "gemeni", exampleYAML}, `runner: --provider: unknown provider "gemeni": want one of auto, openai, gemini`, "runner run FILE [flags]"},
 		{"unknown provider in exec", []string{"exec", "--provider", "x", "--repo", ".", "do it"}, `runner: --provider: unknown provider "x"`, "runner exec"},
+		{"final reserve above half", []string{"run", "--final-reserve", "0.6", exampleYAML}, "runner: --final-reserve 0.6: want a share in [0, 0.5]", "runner run FILE [flags]"},
+		{"negative final reserve", []string{"run", "--final-reserve", "-0.1", exampleYAML}, "runner: --final-reserve -0.1: want a share in [0, 0.5]", "runner run FILE [flags]"},
 		{"rollback --remote with --out", []string{"rollback", "--out", "o", "--all", "--remote", "u"}, "runner: --remote goes with --repo", "runner rollback"},
 	}
 	for _, tt := range tests {
