@@ -425,3 +425,23 @@ func TestReserveLeavingKeepsTheReserve(t *testing.T) {
 		t.Errorf("an unlimited meter refused a call for its reserve: %v", err)
 	}
 }
+
+func TestTightestCapAndAvailable(t *testing.T) {
+	run := newMeter(t, 0.01, nil)
+	tight := newMeter(t, 0.004, run)
+	loose := newMeter(t, 0, run)
+	free := newMeter(t, 0, nil)
+	for _, tt := range []struct {
+		name string
+		m    *Meter
+		want Nanodollars
+	}{{"task cap under run cap", tight, 4_000_000}, {"no task cap", loose, 10_000_000}, {"none", free, 0}} {
+		if got := tt.m.TightestCap(); got != tt.want {
+			t.Errorf("%s: TightestCap = %s, want %s", tt.name, got, tt.want)
+		}
+		left, capped := tt.m.Available()
+		if capped != (tt.want != 0) || left != tt.want {
+			t.Errorf("%s: Available = %s, %v; want %s, %v", tt.name, left, capped, tt.want, tt.want != 0)
+		}
+	}
+}
