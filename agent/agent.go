@@ -82,8 +82,19 @@ type Config struct {
 	// protected paths, denied commands, and whatever its pre-tool hook
 	// refuses. Its zero value refuses nothing.
 	Policy policy.Policy
+	// HostTools are tools that run on the host rather than in the sandbox
+	// (the task's MCP servers), offered after the built-in ones; each call
+	// passes the policy pipeline like any other (the pre-tool hook is
+	// asked about it). Their names must not be a built-in tool's.
+	HostTools []Tool
 	// Ask answers ask_question interactively; nil runs unattended.
 	Ask func(ctx context.Context, question string) (string, error)
+	// Approve, when set, is asked about every run_command, write_file and
+	// edit_file call that the policy lets through, before it runs: the
+	// last stage of the policy pipeline, for an attended run. A refused
+	// call is not run and the model is told the person's reason; an error
+	// ends the run. nil runs every call the policy allows.
+	Approve func(ctx context.Context, req ApprovalRequest) (Approval, error)
 	// Trajectory records every event; nil records nothing.
 	Trajectory *Trajectory
 	// Now is the clock; nil means time.Now.

@@ -48,13 +48,17 @@ func New(model Model, sb sandbox.Sandbox, task Task, cfg Config) *Agent {
 	cfg = cfg.withDefaults()
 	a := &Agent{cfg: cfg, model: model, sb: sb, task: task, tools: map[string]Tool{},
 		bounds: newPromptBounds(cfg.Price.Tokenizer)}
-	for _, t := range []Tool{
+	tools := []Tool{
 		listFiles{}, readFile{}, writeFile{}, editFile{},
 		runCommand{limit: a.timeLeft},
 		askQuestion{ask: cfg.Ask, asked: &a.questions},
-		completeTool{},
-	} {
+	}
+	tools = append(append(tools, cfg.HostTools...), completeTool{})
+	for _, t := range tools {
 		spec := t.Spec()
+		if _, dup := a.tools[spec.Name]; dup {
+			continue // a host tool never shadows a built-in one
+		}
 		a.tools[spec.Name] = t
 		a.specs = append(a.specs, spec)
 	}
@@ -398,7 +402,7 @@ func messageSizes(msgs []Message) []int {
 func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (summary string, done bool, err error) {
 	for _, c := range calls {
 		begin := a.cfg.Now()
-		var out, blocked string
+		var out, blocked, approval string
 		isErr, malformed := false, false
 		tool, known := a.tools[c.Name]
 		switch {
@@ -418,6 +422,23 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 			if blocked != "" {
 				out, isErr = "Blocked by the task's policy: "+blocked+". The call was not run; do not retry it, "+
 					"find another way or explain in your summary why the task needs it.", true
+				break
+			}
+			req, ans, aerr := a.approval(ctx, c)
+			if aerr != nil {
+				return "", false, aerr
+			}
+			if req != nil {
+				approval = approvalRecord(ans)
+			}
+			if !ans.Allow {
+				reason := strings.TrimSpace(ans.Reason)
+				if reason == "" {
+					reason = "no reason given"
+				}
+				blocked = "not approved by the person attending the run: " + reason
+				out, isErr = "Not approved by the person attending the run, who said: "+reason+
+					". The call was not run; take that into account and go on.", true
 				break
 			}
 			var cerr error
@@ -446,7 +467,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 		a.history = append(a.history, msg)
 		a.cfg.Trajectory.Record(Event{
 			Type: EventToolResult, Step: a.steps, Message: wireMessage(msg), Tool: c.Name, Arguments: c.Arguments,
-			IsError: isErr, Malformed: malformed, Blocked: blocked, DurationMS: a.cfg.Now().Sub(begin).Milliseconds(),
+			IsError: isErr, Malformed: malformed, Blocked: blocked, Approval: approval, DurationMS: a.cfg.Now().Sub(begin).Milliseconds(),
 		})
 	}
 	if a.malformed >= a.cfg.MaxMalformed && !done {
@@ -484,7 +505,7 @@ func (a *Agent) finish(parent context.Context, err error, summary string) Outcom
 	}
 	switch {
 	case err == nil:
-	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded):
+	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded), errors.Is(err, ErrNotApproved):
 		out.Status = StatusInterrupted
 	case errors.Is(err, errStepLimit):
 		out.Status = StatusStepLimit

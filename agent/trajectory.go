@@ -76,11 +76,14 @@ type Event struct {
 	GeneratedCallIDs []string `json:"generated_call_ids,omitempty"`
 
 	// tool_result
-	Tool       string `json:"tool,omitempty"`
-	Arguments  string `json:"arguments,omitempty"`
-	IsError    bool   `json:"is_error,omitempty"`
-	Malformed  bool   `json:"malformed,omitempty"`
-	Blocked    string `json:"blocked,omitempty"` // why the policy refused the call, which did not run
+	Tool      string `json:"tool,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+	Malformed bool   `json:"malformed,omitempty"`
+	Blocked   string `json:"blocked,omitempty"` // why the policy refused the call, which did not run
+	// Approval is what the person attending the run said of the call:
+	// "approved", "refused", or the standing rule that allowed it.
+	Approval   string `json:"approval,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 
 	// compaction

@@ -191,8 +191,41 @@ func fileDiff(blob func(plumbing.Hash) (*object.Blob, error), ch *object.Change,
 		}
 		sides[i], contents[i] = side{e.TreeEntry.Hash, e.TreeEntry.Mode}, content
 	}
-	p := textPatch{from: sides[0], to: sides[1]}
-	for _, d := range diff.Do(contents[0], contents[1]) {
+	body, err := unifiedBody(sides[0], sides[1], contents[0], contents[1])
+	if err != nil {
+		return f, err
+	}
+	f.Counted = true
+	f.Lines, f.Added, f.Deleted, f.Omitted = hunkLines(body, lim.MaxFileLines)
+	if f.Omitted > 0 {
+		f.Note = fmt.Sprintf("the diff of this file is cut: it shows at most %d lines", lim.MaxFileLines)
+	}
+	return f, nil
+}
+
+// TextDiff is the unified diff of two texts, as the lines of its hunks
+// (with their @@ headers, no file header) cut at maxLines (omitted counts
+// the rest), and the lines added and deleted. It is the diff FileDiff
+// shows, for a change that is not in a repository yet.
+func TextDiff(old, new string, maxLines int) (lines []string, added, deleted, omitted int, err error) {
+	var from, to fdiff.File
+	if old != "" {
+		from = side{plumbing.ComputeHash(plumbing.BlobObject, []byte(old)), filemode.Regular}
+	}
+	to = side{plumbing.ComputeHash(plumbing.BlobObject, []byte(new)), filemode.Regular}
+	body, err := unifiedBody(from, to, old, new)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	lines, added, deleted, omitted = hunkLines(body, maxLines)
+	return lines, added, deleted, omitted, nil
+}
+
+// unifiedBody is the hunks of the unified diff from a to b (nil sides
+// for an absent file), without the file header.
+func unifiedBody(from, to fdiff.File, a, b string) (string, error) {
+	p := textPatch{from: from, to: to}
+	for _, d := range diff.Do(a, b) {
 		op := fdiff.Equal
 		switch d.Type {
 		case dmp.DiffDelete:
@@ -204,34 +237,34 @@ func fileDiff(blob func(plumbing.Hash) (*object.Blob, error), ch *object.Change,
 	}
 	var buf bytes.Buffer
 	if err := fdiff.NewUnifiedEncoder(&buf, fdiff.DefaultContextLines).Encode(p); err != nil {
-		return f, err
+		return "", err
 	}
 	body := buf.String()
 	if i := strings.Index(body, "\n@@ "); i >= 0 {
-		body = body[i+1:]
-	} else {
-		body = "" // a change of mode only
+		return body[i+1:], nil
 	}
-	f.Counted = true
+	return "", nil // a change of mode only
+}
+
+// hunkLines splits a diff body into lines, at most max of them kept, and
+// counts the lines added and deleted.
+func hunkLines(body string, max int) (lines []string, added, deleted, omitted int) {
 	for line := range strings.Lines(body) {
 		switch line = strings.TrimSuffix(line, "\n"); {
 		case line == "":
 			continue
 		case line[0] == '+':
-			f.Added++
+			added++
 		case line[0] == '-':
-			f.Deleted++
+			deleted++
 		}
-		if len(f.Lines) < lim.MaxFileLines {
-			f.Lines = append(f.Lines, line)
+		if len(lines) < max {
+			lines = append(lines, line)
 		} else {
-			f.Omitted++
+			omitted++
 		}
 	}
-	if f.Omitted > 0 {
-		f.Note = fmt.Sprintf("the diff of this file is cut: it shows at most %d lines", lim.MaxFileLines)
-	}
-	return f, nil
+	return lines, added, deleted, omitted
 }
 
 func shortHash(h plumbing.Hash) string {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/runner-dev/runner/internal/policy"
 )
 
 // Defaults for CommitOptions.MaxFileSize and CommitOptions.MaxEntries.
@@ -345,7 +347,7 @@ func inDotGit(p string) bool {
 // as it does for git's own check.
 func isDotGit(comp string) bool {
 	for part := range strings.SplitSeq(comp, "\\") {
-		n := strings.ToLower(strings.Map(dropHFSIgnorable, part))
+		n := strings.ToLower(strings.Map(policy.DropHFSIgnorable, part))
 		if i := strings.IndexByte(n, ':'); i >= 0 {
 			n = n[:i]
 		}
@@ -360,18 +362,7 @@ func isDotGit(comp string) bool {
 // isDotGitmodules is isDotGit for ".gitmodules", whose 8.3 name is
 // "gitmod~1".
 func isDotGitmodules(comp string) bool {
-	n := strings.ToLower(strings.Map(dropHFSIgnorable, comp))
+	n := strings.ToLower(strings.Map(policy.DropHFSIgnorable, comp))
 	n = strings.TrimRight(n, ". ")
 	return n == ".gitmodules" || n == "gitmod~1"
-}
-
-// dropHFSIgnorable removes the code points HFS+ ignores when comparing
-// names (zero-width joiners, direction marks, the BOM).
-func dropHFSIgnorable(r rune) rune {
-	switch {
-	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e,
-		r >= 0x206a && r <= 0x206f, r == 0xfeff:
-		return -1
-	}
-	return r
 }

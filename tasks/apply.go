@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -93,8 +94,9 @@ func merge(d, s *spec) Task {
 			CPUs:   deref(pick(s.CPUs, d.CPUs)),
 			Pids:   deref(pick(s.Pids, d.Pids)),
 		},
-		Push:   pick(s.Push, d.Push),
-		Policy: mergePolicy(d, s),
+		Push:       pick(s.Push, d.Push),
+		Policy:     mergePolicy(d, s),
+		MCPServers: slices.Clone(deref(pick(s.MCPServers, d.MCPServers))),
 	}
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID

@@ -41,6 +41,10 @@ type spec struct {
 	Protected, DenyCommands *[]string
 	Hook                    *string
 	HookTimeout             *time.Duration
+	// MCPServers is mcp_servers; an empty list turns the defaults' off.
+	MCPServers *[]MCPServer
+	// mcp is the server being decoded, in the keys of one mcp_servers entry.
+	mcp *MCPServer
 }
 
 // field is one key a task may hold.
@@ -201,6 +205,7 @@ var taskFields = []field{
 	{"deny_commands", false, decodeDenyCommands},
 	{"pre_tool_hook", false, decodeHook},
 	{"hook_timeout", false, decodeHookTimeout},
+	{"mcp_servers", false, decodeMCPServers},
 }
 
 // decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.

@@ -96,6 +96,9 @@ type Task struct {
 	// checked to be executable) and hook_timeout. Each key set on the task
 	// replaces the defaults' value.
 	Policy policy.Policy
+	// MCPServers are the servers of host tools the agent may call, by name;
+	// the task's mcp_servers replaces the defaults' (see MCPServer).
+	MCPServers []MCPServer
 	// Source is where the task was written.
 	Source Source
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/runner-dev/runner/internal/attend"
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/internal/policy"
 	"github.com/runner-dev/runner/tasks"
@@ -22,6 +22,7 @@ type execOptions struct {
 	repo, ref, branch, id, check string
 	checkRetries                 int
 	network                      string
+	approve                      bool
 }
 
 const execLong = `Run one task given on the command line: the quick path for a one-off run.
@@ -30,7 +31,12 @@ const execLong = `Run one task given on the command line: the quick path for a o
 
 The result is a branch (agent/<id>) in the repository, as with runner run.
 When stdin is a terminal, the agent's questions are asked there; otherwise
-the run is unattended.`
+the run is unattended. With --approve (a terminal is needed), each command
+and file change the task's policy allows is shown first (a diff for file
+changes) and runs only if you say yes: y runs it, n refuses it with a
+reason the agent reads, a allows that tool from then on, p allows simple
+commands (no shell operators) that start with a prefix. Ctrl-C at the
+question ends the task.`
 
 func newExecCmd(d *deps, runF func(context.Context, *execOptions, string) error) *cobra.Command {
 	opts := &execOptions{}
@@ -57,6 +63,7 @@ func newExecCmd(d *deps, runF func(context.Context, *execOptions, string) error)
 	f.StringVar(&opts.check, "check", "", "shell command that must pass in the sandbox for the task to succeed")
 	f.IntVar(&opts.checkRetries, "check-retries", 2, "more tries the agent gets after a failing check")
 	f.StringVar(&opts.network, "network", "none", "sandbox network: none or bridge")
+	f.BoolVar(&opts.approve, "approve", false, "ask on the terminal before each command and file change runs")
 	f.StringVarP(&opts.out, "out", "o", "runner-out", "out `directory` for results.jsonl and trajectories")
 	f.BoolVar(&opts.force, "force", false, "overwrite the branch if it already exists")
 	f.Float64Var(&opts.runBudget, "run-budget", 0, "")
@@ -104,26 +111,15 @@ func execTask(ctx context.Context, d *deps, opts *execOptions, prompt string) er
 		CheckRetries: opts.checkRetries, Network: tasks.Network(opts.network),
 		Policy: policy.Policy{Protected: policy.DefaultProtected},
 	}
-	var ask func(context.Context, string) (string, error)
-	if cli.IsTerminal(d.stdout) && isTerminalReader(d.stdin) {
-		ask = terminalAsk(d.stdin, d.printer)
+	interactive := cli.IsTerminal(d.stdout) && isTerminalReader(d.stdin)
+	if opts.approve && !interactive {
+		return cli.Usagef("--approve asks on a terminal: stdin and stdout must be one")
 	}
-	return runQueue(ctx, d, &opts.runOptions, []tasks.Task{t}, ask)
-}
-
-// terminalAsk asks the agent's questions on the terminal and reads one line.
-// The question's lines are shown escaped and indented: none of them can
-// pass for the prompt.
-func terminalAsk(in io.Reader, p *cli.Printer) func(context.Context, string) (string, error) {
-	r := bufio.NewReader(in)
-	return func(ctx context.Context, q string) (string, error) {
-		p.Note("")
-		p.Note("The agent asks:")
-		p.Excerpt("  ", q)
-		p.Prompt("Your answer (empty to let it decide): ")
-		line, err := r.ReadString('\n')
-		return strings.TrimSpace(line), err
+	var a *attended
+	if interactive {
+		a = &attended{console: attend.NewConsole(d.stdin, d.printer), approve: opts.approve}
 	}
+	return runQueue(ctx, d, &opts.runOptions, []tasks.Task{t}, a)
 }
 
 // isTerminalReader reports whether r is a terminal.

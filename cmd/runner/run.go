@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/agent"
+	"github.com/runner-dev/runner/internal/attend"
 	"github.com/runner-dev/runner/internal/batch"
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/tasks"
@@ -105,8 +107,7 @@ func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error 
 
 // runQueue runs tasks with the shared machinery of run and exec, prints
 // progress and the summary, and turns the outcome into an exit code.
-func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task,
-	ask func(context.Context, string) (string, error)) error {
+func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task, a *attended) error {
 	if opts.events && d.globals.json {
 		return cli.Usagef("--events and --json both write to stdout; choose one")
 	}
@@ -147,7 +148,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		return err
 	}
 	noteLeftovers(ctx, d, opts.out)
-	progress, finish := d.startProgress(opts, runID, queue, ask != nil)
+	progress, finish := d.startProgress(opts, runID, queue, a != nil)
 	endpoint, err := opts.model.endpoint(opts.concurrency, progress.Endpoint)
 	if err != nil {
 		return err
@@ -165,7 +166,9 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		Prices:       prices,
 		GitAuth:      gitAuth(d.getenv),
 		Secrets:      secrets,
-		Ask:          ask,
+		Getenv:       d.getenv,
+		Ask:          a.ask(),
+		Approve:      a.approver(),
 		Progress:     progress,
 	})
 	progress.stop()
@@ -246,4 +249,26 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
+}
+
+// attended is the person at the terminal of an exec: they answer the
+// agent's questions and, with approve, allow or refuse each call. A nil
+// *attended is an unattended run.
+type attended struct {
+	console *attend.Console
+	approve bool
+}
+
+func (a *attended) ask() func(context.Context, string) (string, error) {
+	if a == nil {
+		return nil
+	}
+	return a.console.Ask
+}
+
+func (a *attended) approver() func(context.Context, agent.ApprovalRequest) (agent.Approval, error) {
+	if a == nil || !a.approve {
+		return nil
+	}
+	return a.console.Approve
 }

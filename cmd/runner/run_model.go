@@ -211,6 +211,11 @@ func (m *modelFlags) secrets(getenv func(string) string, queue []tasks.Task) ([]
 		for _, s := range redact.URLSecrets(t.Repo) {
 			add(where, s, "")
 		}
+		for _, srv := range t.MCPServers {
+			for _, name := range srv.Env {
+				add(fmt.Sprintf("task %q: mcp_servers.%s.env %s", t.ID, srv.Name, name), getenv(name), "")
+			}
+		}
 	}
 	if len(problems) > 0 {
 		return nil, &batch.ConfigError{Problems: problems}

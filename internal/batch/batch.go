@@ -78,8 +78,14 @@ type Deps struct {
 	GitAuth gitops.Credentials
 	// Secrets are redacted from trajectories (API keys, tokens).
 	Secrets []string
+	// Getenv reads the host's environment for the variables a task's MCP
+	// servers are given; nil means os.Getenv.
+	Getenv func(string) string
 	// Ask answers the agent's questions; nil runs unattended.
 	Ask func(ctx context.Context, question string) (string, error)
+	// Approve is asked before each command and file change runs (see
+	// agent.Config.Approve); nil runs them unasked.
+	Approve func(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error)
 	// Progress hears about tasks starting and ending; may be nil.
 	Progress Progress
 	// WorkDir holds the clones; default the system's temporary directory.
@@ -381,4 +387,12 @@ func withDefaults(t tasks.Task, d Defaults) tasks.Task {
 		}
 	}
 	return t
+}
+
+// getenv is Deps.Getenv, or os.Getenv.
+func (d Deps) getenv(name string) string {
+	if d.Getenv != nil {
+		return d.Getenv(name)
+	}
+	return os.Getenv(name)
 }

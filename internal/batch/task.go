@@ -13,6 +13,7 @@ import (
 	"github.com/runner-dev/runner/agent"
 	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/gitops"
+	"github.com/runner-dev/runner/internal/mcphost"
 	"github.com/runner-dev/runner/internal/panics"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
@@ -235,10 +236,16 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 	if err != nil {
 		return tasks.StatusModelError, "", err.Error()
 	}
+	host, err := mcphost.Start(ctx, t.MCPServers, w.deps.getenv, "runner")
+	if err != nil {
+		return tasks.StatusError, "", err.Error()
+	}
+	defer host.Close()
 	cfg := w.opt.Agent
+	cfg.HostTools = host.Tools()
 	cfg.Model, cfg.Price, cfg.Meter = t.Model, w.plan.price, meter
 	cfg.MaxSteps, cfg.TimeLimit, cfg.Network = t.MaxSteps, t.Timeout, t.Network == tasks.NetworkBridge
-	cfg.Ask, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.traj, t.Policy
+	cfg.Ask, cfg.Approve, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.deps.Approve, w.traj, t.Policy
 	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
 	out := a.Run(ctx)
 	for retry := 0; ; retry++ {

@@ -39,7 +39,7 @@ func ascii(s string) bool {
 func foldName(raw string) string {
 	s := raw
 	if !ascii(s) {
-		s = strings.Map(dropIgnorable, s)
+		s = strings.Map(DropHFSIgnorable, s)
 	}
 	if i := strings.IndexByte(s, ':'); i > 0 {
 		s = s[:i]
@@ -50,8 +50,10 @@ func foldName(raw string) string {
 	return foldText(s)
 }
 
-// dropIgnorable removes the code points HFS+ ignores when comparing names.
-func dropIgnorable(r rune) rune {
+// DropHFSIgnorable removes the code points HFS+ ignores when comparing
+// names (zero-width joiners, direction marks, the byte order mark): a
+// function for strings.Map, shared by every check of a name's spelling.
+func DropHFSIgnorable(r rune) rune {
 	switch {
 	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e,
 		r >= 0x206a && r <= 0x206f, r == 0xfeff:
