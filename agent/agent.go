@@ -53,6 +53,13 @@ type Config struct {
 	// worth calling for; default 256.
 	MaxCompletionTokens int64
 	MinCompletionTokens int64
+	// FinalReserve is the share of the budget (of the tightest cap over
+	// the task's meter) kept from the start for the final call. When a
+	// step no longer fits the budget without it, the model is told once,
+	// in a user message, how much is left, and its calls may use the
+	// reserve from then on. Default 0.03; negative: no reserve and no
+	// message. At most 0.5.
+	FinalReserve float64
 	// ContextWindow is the model's context in tokens; default 128000.
 	ContextWindow int64
 	// CompactAt is the fraction of the window at which history is
@@ -114,6 +121,13 @@ func (c Config) withDefaults() Config {
 		c.MinCompletionTokens = 256
 	}
 	c.MinCompletionTokens = min(c.MinCompletionTokens, c.MaxCompletionTokens)
+	switch {
+	case c.FinalReserve == 0:
+		c.FinalReserve = DefaultFinalReserve
+	case c.FinalReserve < 0:
+		c.FinalReserve = 0
+	}
+	c.FinalReserve = min(c.FinalReserve, 0.5)
 	if c.ContextWindow <= 0 {
 		c.ContextWindow = 128000
 	}

@@ -36,12 +36,18 @@ type Agent struct {
 	// history[:knownLen]; knownLen 0 means none is known.
 	known    int64
 	knownLen int
+	bounds   promptBounds
+	fellBack bool // the tokenizer was dropped and the event recorded
+	// finalNoticed: the model was told that the budget left pays only
+	// for a final call.
+	finalNoticed bool
 }
 
 // New prepares an agent; nothing runs until Run.
 func New(model Model, sb sandbox.Sandbox, task Task, cfg Config) *Agent {
 	cfg = cfg.withDefaults()
-	a := &Agent{cfg: cfg, model: model, sb: sb, task: task, tools: map[string]Tool{}}
+	a := &Agent{cfg: cfg, model: model, sb: sb, task: task, tools: map[string]Tool{},
+		bounds: newPromptBounds(cfg.Price.Tokenizer)}
 	tools := []Tool{
 		listFiles{}, readFile{}, writeFile{}, editFile{},
 		runCommand{limit: a.timeLeft},
@@ -169,45 +175,72 @@ var (
 
 // admit is the one place where the limits are checked before a model call:
 // steps, wall time and money. It returns the budget reservation to settle,
-// never nil unless err is set.
-func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64) (*budget.Reservation, int64, error) {
+// never nil unless err is set. prefixKnown tells whether msgs is the history
+// (see promptBound).
+func (a *Agent) admit(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64, prefixKnown bool) (held, error) {
 	if a.steps >= a.cfg.MaxSteps {
-		return nil, 0, fmt.Errorf("%w: %d model calls", errStepLimit, a.steps)
+		return held{}, fmt.Errorf("%w: %d model calls", errStepLimit, a.steps)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return held{}, err
 	}
 	// The run's clock may pass the limit before the context's deadline,
 	// which runs on the real clock, fires.
 	if a.timeLeft() <= 0 {
-		return nil, 0, fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
+		return held{}, fmt.Errorf("%w: %s", errTimeLimit, a.cfg.TimeLimit)
 	}
-	bound := a.promptBound(msgs, tools)
+	bound, newPart, trial := a.promptBound(msgs, tools, prefixKnown)
 	most, least := a.completionReserve(maxCompletion)
-	res, err := a.cfg.Meter.Reserve(a.cfg.Price, bound, most, least)
+	res, err := a.cfg.Meter.ReserveLeaving(a.finalReserve(), a.cfg.Price, bound, most, least)
 	if err != nil {
-		return nil, 0, err
+		return held{}, err
 	}
-	return res, bound, nil
+	return held{res: res, bound: bound, newPart: newPart, trial: trial}, nil
+}
+
+// held is a call's reservation with the prompt bound it was made for, and
+// the part of that bound no count of the server's covered.
+type held struct {
+	res                   *budget.Reservation
+	bound, newPart, trial int64
+}
+
+// requestEvent is the trajectory's record of a reservation.
+func (a *Agent) requestEvent(h held, msgs int, maxCompletion int64, attempt int, purpose string) Event {
+	by, margin := a.bounds.method()
+	return Event{
+		Type: EventRequest, Step: a.steps, Attempt: attempt, Messages: msgs, PromptBound: h.bound,
+		BoundTokenizer: by, BoundMargin: margin,
+		MaxCompletionTokens: min(h.res.CompletionTokens(), maxCompletion), ReservedUSD: h.res.Amount().USD(), Purpose: purpose,
+	}
 }
 
 // call makes one model call, reserving its cost first and charging the
-// reported usage after. purpose is "" for a step of the task. Every attempt
-// the model makes is paid for before it is sent (see attempts), and a
-// failed attempt that may have been billed is charged at its bound. A reply
-// that cost more than its reservation ends the run: the error wraps
-// budget.ErrExhausted and budget.ErrOverrun.
+// reported usage after. purpose is "" for a step of the task, and msgs is
+// then the history. Every attempt the model makes is paid for before it is
+// sent (see attempts), and a failed attempt that may have been billed is
+// charged at its bound. A reply that cost more than its reservation ends
+// the run: the error wraps budget.ErrExhausted and budget.ErrOverrun.
+//
+// When a step no longer fits the budget without the reserve kept for the
+// final call (Config.FinalReserve), the model is told once how much is
+// left, in a user message added to the history, and this and later calls
+// may use the reserve.
 func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64, purpose string) (Response, error) {
-	res, bound, err := a.admit(ctx, msgs, tools, maxCompletion)
+	h, err := a.admit(ctx, msgs, tools, maxCompletion, purpose == "")
+	if err != nil && purpose == "" && a.finalReserve() > 0 && errors.Is(err, budget.ErrExhausted) && !errors.Is(err, budget.ErrOverrun) {
+		a.finalNoticed = true
+		a.add(Message{Role: RoleUser, Content: a.finalNotice()})
+		msgs = a.history
+		h, err = a.admit(ctx, msgs, tools, maxCompletion, true)
+	}
 	if err != nil {
 		return Response{}, err
 	}
+	res, bound := h.res, h.bound
 	a.steps++
-	a.cfg.Trajectory.Record(Event{
-		Type: EventRequest, Step: a.steps, Messages: len(msgs), PromptBound: bound,
-		MaxCompletionTokens: min(res.CompletionTokens(), maxCompletion), ReservedUSD: res.Amount().USD(), Purpose: purpose,
-	})
-	pay := &attempts{a: a, res: res, bound: bound, maxCompletion: maxCompletion, purpose: purpose}
+	a.cfg.Trajectory.Record(a.requestEvent(h, len(msgs), maxCompletion, 0, purpose))
+	pay := &attempts{a: a, res: res, held: h, maxCompletion: maxCompletion, purpose: purpose}
 	defer pay.abandon()
 	begin := a.cfg.Now()
 	resp, err := a.model.Complete(ctx, Request{
@@ -218,9 +251,10 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		if pay.res != nil {
 			// No attempt reported this failure (a model that does not
 			// report its attempts, or one that failed before sending).
+			reserved := pay.res.Amount()
 			cost, atBound := pay.settle(err)
 			a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: a.steps, Error: err.Error(), Purpose: purpose,
-				CostUSD: cost.USD(), ChargedAtBound: atBound})
+				CostUSD: cost.USD(), ReservedUSD: reserved.USD(), ChargedAtBound: atBound})
 		}
 		return Response{}, err
 	}
@@ -233,6 +267,7 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		CompletionTokens: resp.Usage.CompletionTokens,
 	}
 	var overrun error
+	var ratio float64
 	cost := a.cfg.Price.Cost(charged)
 	if resp.UsageEstimated {
 		// No usage from the server: charge the bounds, which are safe
@@ -241,6 +276,7 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 		cost = res.Amount()
 		res.CommitBound()
 	} else {
+		ratio = a.calibrate(resp.Usage.PromptTokens, bound, h.newPart, h.trial)
 		if purpose == "" {
 			a.known, a.knownLen = resp.Usage.PromptTokens, len(msgs)
 		}
@@ -250,7 +286,8 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 	ev := Event{
 		Type: EventResponse, Step: a.steps, Message: wireMessage(resp.Message), FinishReason: resp.FinishReason,
 		Usage: &resp.Usage, UsageEstimated: resp.UsageEstimated, ChargedAtBound: resp.UsageEstimated,
-		CostUSD: cost.USD(), Model: resp.Model, LatencyMS: a.cfg.Now().Sub(begin).Milliseconds(), Purpose: purpose,
+		CostUSD: cost.USD(), ReservedUSD: res.Amount().USD(), PromptBound: bound, PromptCountRatio: ratio,
+		Model: resp.Model, LatencyMS: a.cfg.Now().Sub(begin).Milliseconds(), Purpose: purpose,
 		GeneratedCallIDs: generated,
 	}
 	if pay.n > 1 {
@@ -276,7 +313,7 @@ func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxC
 type attempts struct {
 	a       *Agent
 	res     *budget.Reservation // for the attempt in flight or next; nil once settled
-	bound   int64
+	held    held                // the first attempt's reservation and bound
 	purpose string
 	// maxCompletion is the completion limit asked for, before the budget
 	// lowers it.
@@ -289,15 +326,12 @@ func (p *attempts) Begin() (int64, error) {
 	p.n++
 	if p.res == nil {
 		most, least := p.a.completionReserve(p.maxCompletion)
-		res, err := p.a.cfg.Meter.Reserve(p.a.cfg.Price, p.bound, most, least)
+		res, err := p.a.cfg.Meter.ReserveLeaving(p.a.finalReserve(), p.a.cfg.Price, p.held.bound, most, least)
 		if err != nil {
 			return 0, fmt.Errorf("attempt %d: %w", p.n, err)
 		}
 		p.res = res
-		p.a.cfg.Trajectory.Record(Event{
-			Type: EventRequest, Step: p.a.steps, Attempt: p.n, PromptBound: p.bound,
-			MaxCompletionTokens: min(res.CompletionTokens(), p.maxCompletion), ReservedUSD: res.Amount().USD(), Purpose: p.purpose,
-		})
+		p.a.cfg.Trajectory.Record(p.a.requestEvent(held{res: res, bound: p.held.bound}, 0, p.maxCompletion, p.n, p.purpose))
 	}
 	return min(p.res.CompletionTokens(), p.maxCompletion), nil
 }
@@ -308,9 +342,10 @@ func (p *attempts) Failed(err error) {
 	if p.res == nil {
 		return
 	}
+	reserved := p.res.Amount()
 	cost, atBound := p.settle(err)
 	p.a.cfg.Trajectory.Record(Event{Type: EventResponse, Step: p.a.steps, Attempt: p.n, Error: err.Error(),
-		Purpose: p.purpose, CostUSD: cost.USD(), ChargedAtBound: atBound})
+		Purpose: p.purpose, CostUSD: cost.USD(), ReservedUSD: reserved.USD(), ChargedAtBound: atBound})
 }
 
 // abandon settles a reservation still held when the call ends other than
@@ -349,20 +384,6 @@ func (a *Agent) completionReserve(asked int64) (most, least int64) {
 		return w, w
 	}
 	return asked, a.cfg.MinCompletionTokens
-}
-
-// promptBound bounds the prompt tokens of a request: the exact count last
-// reported for a prefix of it, plus a byte bound for the rest.
-func (a *Agent) promptBound(msgs []Message, tools []ToolSpec) int64 {
-	if a.knownLen > 0 && a.knownLen <= len(msgs) {
-		return a.known + budget.PromptUpperBound(messageSizes(msgs[a.knownLen:])...) - budget.RequestOverhead
-	}
-	sizes := messageSizes(msgs)
-	for _, t := range tools {
-		b, _ := json.Marshal(t)
-		sizes = append(sizes, len(b))
-	}
-	return budget.PromptUpperBound(sizes...)
 }
 
 // messageSizes returns the JSON size of each message, which bounds its

@@ -17,7 +17,7 @@ import (
 
 const testKey = "sk-test-canary-0123456789abcdef"
 
-func testPrice(t *testing.T) budget.Price {
+func testPrice(t testing.TB) budget.Price {
 	t.Helper()
 	p, err := budget.DefaultPrices().Lookup("gpt-4o-mini")
 	if err != nil {
@@ -28,7 +28,7 @@ func testPrice(t *testing.T) budget.Price {
 
 // newTestAgent wires an agent to a scripted server through the real
 // OpenAI client, recording its trajectory.
-func newTestAgent(t *testing.T, srv *fakellm.Server, sb sandbox.Sandbox, cfg Config) (*Agent, *bytes.Buffer) {
+func newTestAgent(t testing.TB, srv *fakellm.Server, sb sandbox.Sandbox, cfg Config) (*Agent, *bytes.Buffer) {
 	t.Helper()
 	m, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL(), APIKey: testKey, MaxRetries: 2,
 		Sleep: func(context.Context, time.Duration) error { return nil }})

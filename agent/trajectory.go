@@ -26,6 +26,7 @@ const (
 	EventPanic      = "panic"       // a bug of the runner ended the task: Error and the stack in Text
 	EventEndpoint   = "endpoint"    // a model call waits for the endpoint to answer again, or has waited
 	EventAdapt      = "adapt"       // the request rules changed in answer to a server's refusal: the change in Text
+	EventBound      = "bound"       // prompt bounds fell back from the tokenizer to bytes: why in Text
 	EventEgress     = "egress"      // the egress proxy allowed or refused a connection, or stopped (Egress)
 )
 
@@ -41,11 +42,18 @@ type Event struct {
 	Tools   []string     `json:"tools,omitempty"`
 
 	// request
-	Messages            int     `json:"messages,omitempty"`
-	PromptBound         int64   `json:"prompt_bound,omitempty"`
-	MaxCompletionTokens int64   `json:"max_completion_tokens,omitempty"`
-	ReservedUSD         float64 `json:"reserved_usd,omitempty"`
-	Purpose             string  `json:"purpose,omitempty"` // "" for a step, "compaction" for a summary
+	Messages            int   `json:"messages,omitempty"`
+	PromptBound         int64 `json:"prompt_bound,omitempty"`
+	MaxCompletionTokens int64 `json:"max_completion_tokens,omitempty"`
+	// ReservedUSD is the money held for the call (on its response too,
+	// beside CostUSD, what was charged).
+	ReservedUSD float64 `json:"reserved_usd,omitempty"`
+	Purpose     string  `json:"purpose,omitempty"` // "" for a step, "compaction" for a summary
+	// BoundTokenizer is how the prompt bound was counted: a tokenizer
+	// (o200k_base, cl100k_base) or "bytes"; BoundMargin the share added
+	// to a tokenizer's count (absent for bytes). See agent/bound.go.
+	BoundTokenizer string  `json:"bound_tokenizer,omitempty"`
+	BoundMargin    float64 `json:"bound_margin,omitempty"`
 
 	// response
 	FinishReason   string  `json:"finish_reason,omitempty"`
@@ -56,6 +64,10 @@ type Event struct {
 	// how much (a failed attempt, a reply without usage), so the whole
 	// reservation was charged.
 	ChargedAtBound bool `json:"charged_at_bound,omitempty"`
+	// PromptCountRatio is the prompt tokens the server counted for the
+	// messages no earlier count covered, over their bound (1 or less
+	// while the bound holds).
+	PromptCountRatio float64 `json:"prompt_count_ratio,omitempty"`
 	// OverrunUSD is what the reply cost beyond its reservation; the run
 	// ends when it is set.
 	OverrunUSD float64 `json:"overrun_usd,omitempty"`

@@ -6,7 +6,7 @@
 #   bench/run.sh [-n ROUNDS] [-o FILE] [-a] [GROUP...]
 #   bench/run.sh -s FILE          (summarize an earlier output only)
 #
-# GROUPs: exec clone ready copyout commit batch tokens (default: all).
+# GROUPs: exec clone ready copyout commit batch tokens budget (default: all).
 # Each round runs every selected group once, runner's sub-benchmarks beside
 # their baselines, so that the noise of a shared machine falls on both; the
 # summary takes the median of the rounds. The raw `go test -bench` output
@@ -96,11 +96,12 @@ if [ -n "$summary_only" ]; then
 	exit 0
 fi
 
-[ $# -gt 0 ] || set -- exec clone ready copyout commit batch tokens
+[ $# -gt 0 ] || set -- exec clone ready copyout commit batch tokens budget
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go test -c -o "$bin/sandbox.test" ./sandbox
 go test -c -o "$bin/bench.test" ./bench
+go test -c -o "$bin/agent.test" ./agent
 
 small='(0|100|1000)$'
 large='(10000|50000)$'
@@ -122,6 +123,10 @@ run_group() {
 		;;
 	batch) (cd bench && "$bin/bench.test" "${t[@]}" -test.bench '^BenchmarkBatch$' -test.benchtime 1x -test.timeout 3h) ;;
 	tokens) (cd bench && "$bin/bench.test" "${t[@]}" -test.bench '^BenchmarkTokens$' -test.benchtime 1x) ;;
+	budget)
+		(cd agent && "$bin/agent.test" "${t[@]}" -test.bench '^BenchmarkCapShareAtExhaustion$' -test.benchtime 1x)
+		(cd agent && "$bin/agent.test" "${t[@]}" -test.bench '^BenchmarkBoundCost$' -test.benchtime 10x)
+		;;
 	*) echo "unknown group $1" >&2; exit 2 ;;
 	esac
 }

@@ -79,6 +79,18 @@ func NewMeter(capUSD float64, parent *Meter) (*Meter, error) {
 // rest on, and a sibling's next call may overrun just the same. Calls no cap
 // governs go on: there is no promise left to break.
 func (m *Meter) Reserve(p Price, promptUpperBound, maxCompletion, minCompletion int64) (*Reservation, error) {
+	return m.ReserveLeaving(0, p, promptUpperBound, maxCompletion, minCompletion)
+}
+
+// ReserveLeaving is Reserve for a call that must leave at least keep
+// unreserved under every cap of m and its ancestors: the reserve an agent
+// keeps for its final call. A call that fits only by using that reserve is
+// refused with an error wrapping ErrExhausted, and the caller may ask again
+// with keep 0.
+func (m *Meter) ReserveLeaving(keep Nanodollars, p Price, promptUpperBound, maxCompletion, minCompletion int64) (*Reservation, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("reserve: invalid request: negative reserve %s to keep", keep)
+	}
 	if promptUpperBound < 0 || minCompletion < 1 || maxCompletion < minCompletion {
 		return nil, fmt.Errorf("reserve: invalid request: prompt bound %d, completion %d..%d tokens (want prompt >= 0 and 1 <= min <= max)",
 			promptUpperBound, minCompletion, maxCompletion)
@@ -94,6 +106,13 @@ func (m *Meter) Reserve(p Price, promptUpperBound, maxCompletion, minCompletion 
 			p.Model, ErrExhausted, ErrOverrun, over)
 	}
 	avail := m.available()
+	if avail != math.MaxInt64 {
+		if avail <= keep && keep > 0 {
+			return nil, fmt.Errorf("reserve %s call: %w: %s is left, no more than the %s kept for the final call",
+				p.Model, ErrExhausted, avail, keep)
+		}
+		avail -= keep
+	}
 	if least > avail || least == math.MaxInt64 {
 		return nil, fmt.Errorf("reserve %s call: %w: the smallest call (%d prompt tokens, %d completion tokens) may cost %s and %s is left",
 			p.Model, ErrExhausted, promptUpperBound, minCompletion, least, avail)
@@ -177,3 +196,28 @@ func (m *Meter) Totals() Totals {
 
 // Summary returns Totals().Summary().
 func (m *Meter) Summary() Summary { return m.Totals().Summary() }
+
+// TightestCap returns the smallest cap of m and its ancestors, 0 if none
+// is capped.
+func (m *Meter) TightestCap() Nanodollars {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var c Nanodollars
+	for a := m; a != nil; a = a.parent {
+		if a.cap != 0 && (c == 0 || a.cap < c) {
+			c = a.cap
+		}
+	}
+	return c
+}
+
+// Available returns what can still be reserved under the caps of m and
+// its ancestors, and false if none is capped.
+func (m *Meter) Available() (Nanodollars, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.capped() {
+		return 0, false
+	}
+	return m.available(), true
+}

@@ -370,7 +370,7 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	// spent: 8,000*1,000 + 2,000*500 + 1,000*2,000 = 11,000,000; held: 500*1,000 + 100*2,000 = 700,000
 	want := `{"calls":1,"prompt_tokens":10000,"cached_tokens":2000,"completion_tokens":1000,` +
-		`"spent_usd":0.011,"spent_nanodollars":11000000,"reserved_usd":0.0007,"cap_usd":2,"remaining_usd":1.9883}`
+		`"spent_usd":0.011,"spent_nanodollars":11000000,"reserved_usd":0.0007,"cap_usd":2,"remaining_usd":1.9883,"cap_share":0.0055}`
 	if string(got) != want {
 		t.Errorf("summary JSON\n got %s\nwant %s", got, want)
 	}
@@ -381,5 +381,67 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	if want := `{"calls":0,"prompt_tokens":0,"cached_tokens":0,"completion_tokens":0,"spent_usd":0,"spent_nanodollars":0,"reserved_usd":0}`; string(unlimited) != want {
 		t.Errorf("unlimited summary JSON\n got %s\nwant %s", unlimited, want)
+	}
+}
+
+// TestReserveLeavingKeepsTheReserve: a call that fits only by using the
+// reserve kept for the final call is refused until the caller asks without
+// it; the grant leaves the reserve untouched in the tightest meter.
+func TestReserveLeavingKeepsTheReserve(t *testing.T) {
+	run := newMeter(t, 0.01, nil) // 10,000,000
+	task := newMeter(t, 0, run)
+	const keep = Nanodollars(3_000_000)
+	// prompt 1,000,000 + 2,000 tokens out at 2,000 = 5,000,000: fits in 7,000,000.
+	r, err := task.ReserveLeaving(keep, flat, 1_000, 8_192, 2_000)
+	if err != nil {
+		t.Fatalf("ReserveLeaving within the reserve: %v", err)
+	}
+	if got, want := r.CompletionTokens(), int64(3_000); got != want {
+		t.Errorf("granted %d completion tokens, want %d (7,000,000 left beyond the reserve)", got, want)
+	}
+	if err := r.Commit(Usage{PromptTokens: 1_000, CompletionTokens: 2_000}); err != nil {
+		t.Fatal(err)
+	}
+	// 5,000,000 left: a call of least 5,000,000 fits, but not beyond the reserve.
+	if _, err := task.ReserveLeaving(keep, flat, 1_000, 8_192, 2_000); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("ReserveLeaving into the reserve: %v, want ErrExhausted", err)
+	}
+	if tot := run.Totals(); tot.Reserved != 0 {
+		t.Errorf("a refused reservation held %s", tot.Reserved)
+	}
+	r, err = task.ReserveLeaving(0, flat, 1_000, 8_192, 2_000)
+	if err != nil {
+		t.Fatalf("the final call, with the reserve: %v", err)
+	}
+	if got := r.Amount(); got != 5_000_000 {
+		t.Errorf("final call holds %s, want all of the 5,000,000 left", got)
+	}
+	r.Release()
+	if _, err := task.ReserveLeaving(-1, flat, 1, 1, 1); err == nil || errors.Is(err, ErrExhausted) {
+		t.Errorf("negative reserve: %v, want an invalid request", err)
+	}
+	unlimited := newMeter(t, 0, nil)
+	if _, err := unlimited.ReserveLeaving(keep, flat, 1_000, 10, 1); err != nil {
+		t.Errorf("an unlimited meter refused a call for its reserve: %v", err)
+	}
+}
+
+func TestTightestCapAndAvailable(t *testing.T) {
+	run := newMeter(t, 0.01, nil)
+	tight := newMeter(t, 0.004, run)
+	loose := newMeter(t, 0, run)
+	free := newMeter(t, 0, nil)
+	for _, tt := range []struct {
+		name string
+		m    *Meter
+		want Nanodollars
+	}{{"task cap under run cap", tight, 4_000_000}, {"no task cap", loose, 10_000_000}, {"none", free, 0}} {
+		if got := tt.m.TightestCap(); got != tt.want {
+			t.Errorf("%s: TightestCap = %s, want %s", tt.name, got, tt.want)
+		}
+		left, capped := tt.m.Available()
+		if capped != (tt.want != 0) || left != tt.want {
+			t.Errorf("%s: Available = %s, %v; want %s, %v", tt.name, left, capped, tt.want, tt.want != 0)
+		}
 	}
 }

@@ -32,6 +32,9 @@ type Price struct {
 	Rates
 	// LongContext, when not nil, replaces Rates for long prompts.
 	LongContext *LongContext
+	// Tokenizer is the vocabulary the model counts tokens with, when it is
+	// public and fixed; TokenizerBytes bounds its prompts by their bytes.
+	Tokenizer Tokenizer
 	// Source is where the price was published; AsOf the date (YYYY-MM-DD)
 	// on which it is known to have been the published price.
 	Source string
@@ -79,6 +82,9 @@ func (p Price) Validate() error {
 		errs = append(errs, errors.New("no model name"))
 	}
 	errs = append(errs, p.Rates.validate("")...)
+	if p.Tokenizer != TokenizerBytes && !p.Tokenizer.Known() {
+		errs = append(errs, fmt.Errorf("unknown tokenizer %q", p.Tokenizer))
+	}
 	if lc := p.LongContext; lc != nil {
 		if lc.Above <= 0 {
 			errs = append(errs, fmt.Errorf("long context threshold %d is not positive", lc.Above))

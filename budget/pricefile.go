@@ -25,8 +25,9 @@ type priceEntry struct {
 		AboveTokens int64      `json:"above_tokens"`
 		USDPerMTok  mtokPrices `json:"usd_per_mtok"`
 	} `json:"long_context,omitempty"`
-	Source string `json:"source,omitempty"`
-	AsOf   string `json:"as_of,omitempty"`
+	Source    string `json:"source,omitempty"`
+	AsOf      string `json:"as_of,omitempty"`
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 type mtokPrices struct {
@@ -66,15 +67,19 @@ var defaultPrices = sync.OnceValue(func() PriceTable {
 //	      "long_context": {"above_tokens": 200000,
 //	                       "usd_per_mtok": {"input": 5, "cached_input": 2.5, "output": 15}},
 //	      "source": "https://...",
-//	      "as_of": "2025-08-07"
+//	      "as_of": "2025-08-07",
+//	      "tokenizer": "o200k_base"
 //	    }
 //	  ]
 //	}
 //
 // Prices are dollars per million tokens, read exactly as written and rounded
 // up to a whole nanodollar per token. A missing cached_input means cached
-// tokens cost the full input price. aliases, long_context, source and as_of
-// are optional; as_of, when given, is a date YYYY-MM-DD.
+// tokens cost the full input price. aliases, long_context, source, as_of
+// and tokenizer are optional; as_of, when given, is a date YYYY-MM-DD;
+// tokenizer names the model's public vocabulary (o200k_base, cl100k_base),
+// with which its prompts are bounded more tightly than by their bytes
+// (see Tokenizer); without it, or as "bytes", they are bounded by bytes.
 //
 // Unknown fields, a name given twice and a missing input or output price are
 // errors, each naming the entry.
@@ -109,6 +114,9 @@ func ParsePrices(r io.Reader) ([]Price, error) {
 func (e priceEntry) price() (Price, error) {
 	p := Price{Model: canonicalName(e.Model), Aliases: e.Aliases, Source: e.Source, AsOf: e.AsOf}
 	var err error
+	if p.Tokenizer, err = ParseTokenizer(e.Tokenizer); err != nil {
+		return Price{}, err
+	}
 	if p.Rates, err = e.USDPerMTok.rates(); err != nil {
 		return Price{}, err
 	}

@@ -33,9 +33,12 @@ type Summary struct {
 	SpentUSD         float64 `json:"spent_usd"`
 	SpentNanodollars int64   `json:"spent_nanodollars"`
 	ReservedUSD      float64 `json:"reserved_usd"`
-	// CapUSD and RemainingUSD are absent for an unlimited meter.
+	// CapUSD, RemainingUSD and CapShare are absent for an unlimited
+	// meter. CapShare is the share of the cap spent, 0 to 1 (above 1 only
+	// after an overrun).
 	CapUSD       *float64 `json:"cap_usd,omitempty"`
 	RemainingUSD *float64 `json:"remaining_usd,omitempty"`
+	CapShare     *float64 `json:"cap_share,omitempty"`
 	// Overrun is set when spending passed the cap, which only a server
 	// ignoring the completion limit can cause.
 	Overrun bool `json:"overrun,omitempty"`
@@ -55,7 +58,8 @@ func (t Totals) Summary() Summary {
 	}
 	if left, capped := t.Remaining(); capped {
 		c, r := t.Cap.USD(), left.USD()
-		s.CapUSD, s.RemainingUSD = &c, &r
+		share := float64(t.Spent) / float64(t.Cap)
+		s.CapUSD, s.RemainingUSD, s.CapShare = &c, &r, &share
 		s.Overrun = t.Spent > t.Cap
 	}
 	return s

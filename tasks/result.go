@@ -78,6 +78,11 @@ type Result struct {
 	Commit  string  `json:"commit,omitempty"`
 	Pushed  bool    `json:"pushed"`
 	CostUSD float64 `json:"cost_usd"`
+	// BudgetUSD is the task's cap, the tightest over it (the task's own
+	// or the run's), and BudgetShare the share of it spent, 0 to 1; both
+	// are absent without a cap.
+	BudgetUSD   float64 `json:"budget_usd,omitempty"`
+	BudgetShare float64 `json:"budget_share,omitempty"`
 	// OverrunUSD is what the task's model calls cost beyond what was
 	// reserved for them: set only when the server reported more usage than
 	// a call's bound, which ends the task as budget_exhausted.

@@ -31,6 +31,8 @@ func TestUsageErrors(t *testing.T) {
 		{"rollback of a repo without branch", []string{"rollback", "--repo", "r"}, "runner: if any flags in the group [repo branch] are set they must all be set", "runner rollback"},
 		{"unknown provider", []string{"run", "--provider", "gemeni", exampleYAML}, `runner: --provider: unknown provider "gemeni": want one of auto, openai, gemini`, "runner run FILE [flags]"},
 		{"unknown provider in exec", []string{"exec", "--provider", "x", "--repo", ".", "do it"}, `runner: --provider: unknown provider "x"`, "runner exec"},
+		{"final reserve above half", []string{"run", "--final-reserve", "0.6", exampleYAML}, "runner: --final-reserve 0.6: want a share in [0, 0.5]", "runner run FILE [flags]"},
+		{"negative final reserve", []string{"run", "--final-reserve", "-0.1", exampleYAML}, "runner: --final-reserve -0.1: want a share in [0, 0.5]", "runner run FILE [flags]"},
 		{"continue without a task", []string{"continue", "--out", "o"}, "runner: accepts 1 arg(s), received 0", "runner continue --out OUT ID"},
 		{"continue with a negative budget", []string{"continue", "--out", "o", "t1", "--budget", "-1"}, "runner: --budget and --max-steps cannot be negative", "runner continue"},
 		{"rollback --remote with --out", []string{"rollback", "--out", "o", "--all", "--remote", "u"}, "runner: --remote goes with --repo", "runner rollback"},

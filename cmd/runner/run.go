@@ -214,7 +214,7 @@ func configErr(err error) error {
 
 // printSummary prints one line per task and the run's totals.
 func printSummary(p *cli.Printer, sum batch.Summary, out, index string) {
-	p.Heading("%-24s %-16s %9s %7s %10s  %s", "TASK", "STATUS", "COST", "STEPS", "TIME", "BRANCH")
+	p.Heading("%-24s %-16s %9s %6s %7s %10s  %s", "TASK", "STATUS", "COST", "BUDGET", "STEPS", "TIME", "BRANCH")
 	for _, r := range sum.Results {
 		branch := r.Branch
 		if r.Commit == "" {
@@ -222,7 +222,11 @@ func printSummary(p *cli.Printer, sum batch.Summary, out, index string) {
 		} else {
 			branch += " " + r.Commit[:min(10, len(r.Commit))]
 		}
-		p.Line("%-24s %-16s %9s %7d %10s  %s", clip(r.ID, 24), r.Status, fmt.Sprintf("$%.4f", r.CostUSD), r.Steps,
+		share := "-" // the share of the task's budget spent
+		if r.BudgetUSD > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*r.BudgetShare)
+		}
+		p.Line("%-24s %-16s %9s %6s %7d %10s  %s", clip(r.ID, 24), r.Status, fmt.Sprintf("$%.4f", r.CostUSD), share, r.Steps,
 			time.Duration(r.Duration).Round(time.Second), branch)
 	}
 	s := sum.Spend
@@ -231,6 +235,9 @@ func printSummary(p *cli.Printer, sum batch.Summary, out, index string) {
 		len(sum.Results)-sum.Failed(), sum.Failed(), sum.Skipped)
 	p.Line("spent $%.4f in %d model call(s): %d tokens in (%d cached), %d out", s.SpentUSD, s.Calls,
 		s.PromptTokens, s.CachedTokens, s.CompletionTokens)
+	if s.CapUSD != nil && s.CapShare != nil {
+		p.Line("run budget: $%.4f of $%.4f spent (%.1f%%)", s.SpentUSD, *s.CapUSD, 100**s.CapShare)
+	}
 	p.Line("results: %s/results.jsonl", strings.TrimSuffix(out, "/"))
 	if index != "" {
 		p.Line("report: %s", index)

@@ -32,6 +32,7 @@ type modelFlags struct {
 	priceFile     string
 	contextWindow int64
 	compactAt     float64
+	finalReserve  float64
 	noCompaction  bool
 	maxTokens     int64
 	useMaxTokens  bool
@@ -58,6 +59,8 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.StringVar(&m.priceFile, "prices", "", "JSON price `file` adding to or overriding the built-in prices")
 	f.Int64Var(&m.contextWindow, "context-window", 128000, "the model's context window in tokens")
 	f.Float64Var(&m.compactAt, "compact-at", 0.8, "compact the history at this fraction of the context window")
+	f.Float64Var(&m.finalReserve, "final-reserve", agent.DefaultFinalReserve,
+		"share of the budget kept for the final call; when the rest is spent the agent is told to finish (0: none)")
 	f.BoolVar(&m.noCompaction, "no-compaction", false, "never compact the history")
 	f.Int64Var(&m.maxTokens, "max-completion-tokens", 8192, "reply limit per model call (lowered to fit the budget)")
 	f.StringVar(&m.provider, "provider", string(provider.Auto), "`service` behind the endpoint, for tasks that name none: "+
@@ -87,6 +90,9 @@ func (m *modelFlags) complete(getenv func(string) string) error {
 	}
 	if m.outageWait < time.Second {
 		return cli.Usagef("--outage-wait %s: want at least 1s", m.outageWait)
+	}
+	if m.finalReserve < 0 || m.finalReserve > 0.5 {
+		return cli.Usagef("--final-reserve %v: want a share in [0, 0.5]", m.finalReserve)
 	}
 	if m.contextWindow < 1000 {
 		return cli.Usagef("--context-window %d: want at least 1000 tokens", m.contextWindow)
@@ -128,6 +134,7 @@ func (m *modelFlags) prices() (budget.PriceTable, error) {
 func (m *modelFlags) agentConfig() agent.Config {
 	return agent.Config{
 		ContextWindow: m.contextWindow, CompactAt: m.compactAt, NoCompaction: m.noCompaction,
+		FinalReserve:        finalReserve(m.finalReserve),
 		MaxCompletionTokens: m.maxTokens,
 	}
 }
@@ -230,4 +237,13 @@ func sandboxStarter(e *sandbox.Engine) func(context.Context, sandbox.Config) (sa
 	return func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
 		return e.Start(ctx, cfg)
 	}
+}
+
+// finalReserve maps the flag to agent.Config.FinalReserve, where 0 is the
+// default and a negative share none.
+func finalReserve(share float64) float64 {
+	if share == 0 {
+		return -1
+	}
+	return share
 }

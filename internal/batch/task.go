@@ -431,6 +431,9 @@ func (w *work) branchFromEarlierAttempt() bool {
 func (w *work) account(meter *budget.Meter) {
 	s := meter.Summary()
 	w.res.CostUSD, w.res.OverrunUSD = s.SpentUSD, s.OverrunUSD
+	if c := meter.TightestCap(); c > 0 {
+		w.res.BudgetUSD, w.res.BudgetShare = c.USD(), float64(budget.Nanodollars(s.SpentNanodollars))/float64(c)
+	}
 	w.res.Calls = int(s.Calls)
 	w.res.Tokens = tasks.Tokens{In: s.PromptTokens, Cached: s.CachedTokens, Out: s.CompletionTokens}
 }

@@ -242,7 +242,13 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, req Request, t Tur
 	}
 	switch t.kind {
 	case kindReply:
-		b, err := json.Marshal(reply(req, t))
+		c, err := reply(req, t)
+		if err != nil {
+			s.t.Errorf("fakellm: %v", err)
+			writeJSON(w, http.StatusInternalServerError, nil, errorBody("server_error", "", err.Error()))
+			return
+		}
+		b, err := json.Marshal(c)
 		if err != nil {
 			s.t.Errorf("fakellm: encode reply: %v", err)
 			return
@@ -318,7 +324,7 @@ func writeJSON(w http.ResponseWriter, status int, header http.Header, body strin
 var sequence atomic.Int64
 
 // reply builds the completion body for a reply turn.
-func reply(req Request, t Turn) completion {
+func reply(req Request, t Turn) (completion, error) {
 	msg := replyMessage{Role: "assistant", Content: t.content}
 	replyBytes := 0
 	if t.content != nil {
@@ -357,6 +363,15 @@ func reply(req Request, t Turn) completion {
 		if t.usage != nil {
 			u = *t.usage
 		}
+		if t.tokenizer != "" {
+			var err error
+			if u.PromptTokens, err = PromptTokens(t.tokenizer, req); err != nil {
+				return completion{}, err
+			}
+			if u.CompletionTokens, err = completionTokens(t.tokenizer, t.content, t.calls); err != nil {
+				return completion{}, err
+			}
+		}
 		c.Usage = &usage{
 			PromptTokens:     u.PromptTokens,
 			CompletionTokens: u.CompletionTokens,
@@ -364,7 +379,7 @@ func reply(req Request, t Turn) completion {
 		}
 		c.Usage.PromptTokensDetails.CachedTokens = u.CachedTokens
 	}
-	return c
+	return c, nil
 }
 
 func lastMessage(req Request) string {

@@ -17,11 +17,13 @@ type Turn struct {
 	finish  string
 	usage   *Usage
 	noUsage bool
-	model   string
-	status  int
-	body    string
-	header  http.Header
-	fn      func(Request) Turn
+	// tokenizer, when set, counts the usage (see WithTokenizerUsage).
+	tokenizer string
+	model     string
+	status    int
+	body      string
+	header    http.Header
+	fn        func(Request) Turn
 	// cut, when set, sends only the first cutAt bytes of the body.
 	cut   bool
 	cutAt int
