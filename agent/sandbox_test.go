@@ -10,6 +10,7 @@ import (
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/internal/fakellm"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 func TestMain(m *testing.M) { os.Exit(dockertest.Main(m)) }
@@ -65,7 +66,7 @@ func TestToolsOnTheRealSandbox(t *testing.T) {
 // realSandbox starts a sandbox of the busybox test image with dir as its
 // workspace, closed at the end of the test, and returns it with a context
 // that bounds the test.
-func realSandbox(t *testing.T, dir string) (context.Context, *sandbox.Docker) {
+func realSandbox(t *testing.T, dir string) (context.Context, *docker.Sandbox) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

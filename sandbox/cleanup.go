@@ -1,15 +1,6 @@
 package sandbox
 
-import (
-	"context"
-	"fmt"
-	"strings"
-	"time"
-
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
-)
+import "time"
 
 // Leftover is a sandbox container found by Cleanup.
 type Leftover struct {
@@ -26,78 +17,4 @@ type Leftover struct {
 type CleanupReport struct {
 	Removed []Leftover
 	Kept    []Leftover // containers of live runs
-}
-
-// Cleanup removes the sandbox containers whose owner process is dead or
-// whose deadline has passed. It never touches the containers of a live run
-// (on another host, a run counts as live until its deadline).
-func (e *Engine) Cleanup(ctx context.Context) (CleanupReport, error) {
-	return e.removeWhere(ctx, nil, func(l Leftover, labelsOK bool) string {
-		switch {
-		case !labelsOK && l.State != string(container.StateRunning):
-			return "labels damaged"
-		case !labelsOK:
-			return ""
-		case time.Now().After(l.Deadline):
-			return "deadline passed"
-		case !l.Owner.Alive():
-			return "owner dead"
-		}
-		return ""
-	})
-}
-
-// RemoveRun removes every sandbox container of run runID, whatever its
-// state: the runner's own last line of defence on shutdown.
-func (e *Engine) RemoveRun(ctx context.Context, runID string) (CleanupReport, error) {
-	return e.removeWhere(ctx, []string{LabelRun + "=" + runID}, func(Leftover, bool) string {
-		return "run " + runID + " ended"
-	})
-}
-
-// List returns runner's sandbox containers (of every run).
-func (e *Engine) List(ctx context.Context) ([]Leftover, error) {
-	var out []Leftover
-	_, err := e.removeWhere(ctx, nil, func(l Leftover, _ bool) string {
-		out = append(out, l)
-		return ""
-	})
-	return out, err
-}
-
-// removeWhere removes runner's containers (narrowed by extra label
-// filters) for which why returns a reason, and reports the others as kept.
-func (e *Engine) removeWhere(ctx context.Context, labels []string, why func(Leftover, bool) string) (CleanupReport, error) {
-	f := make(client.Filters).Add("label", append([]string{LabelTool + "=" + toolName}, labels...)...)
-	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		return CleanupReport{}, e.explain("list sandboxes", "", err)
-	}
-	var rep CleanupReport
-	var errs []string
-	for _, c := range list.Items {
-		owner, deadline, ok := ownerFromLabels(c.Labels)
-		l := Leftover{
-			ID: c.ID, Run: c.Labels[LabelRun], Task: c.Labels[LabelTask],
-			Owner: owner, Deadline: deadline, State: string(c.State),
-		}
-		if len(c.Names) > 0 {
-			l.Name = strings.TrimPrefix(c.Names[0], "/")
-		}
-		l.Why = why(l, ok)
-		if l.Why == "" {
-			rep.Kept = append(rep.Kept, l)
-			continue
-		}
-		_, err := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Sprintf("%s: %v", l.Name, err))
-			continue
-		}
-		rep.Removed = append(rep.Removed, l)
-	}
-	if len(errs) > 0 {
-		return rep, fmt.Errorf("remove sandboxes: %s", strings.Join(errs, "; "))
-	}
-	return rep, nil
 }

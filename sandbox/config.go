@@ -61,12 +61,13 @@ const (
 	DefaultPids     = 512
 	DefaultNoFile   = 4096
 	DefaultLifetime = 2 * time.Hour
-	homeDir         = "/home/sandbox"
+	// HomeDir is the sandbox user's home directory.
+	HomeDir = "/home/sandbox"
 )
 
 // nonInteractiveEnv keeps tools from waiting for a terminal that is not there.
 var nonInteractiveEnv = []string{
-	"HOME=" + homeDir,
+	"HOME=" + HomeDir,
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"TERM=dumb",
 	"NO_COLOR=1",
@@ -89,9 +90,9 @@ var nonInteractiveEnv = []string{
 	"npm_config_yes=true",
 }
 
-// withDefaults returns c with every empty field set to its default, or an
-// error naming the first invalid field.
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults returns c with every empty field set to its default, or an
+// error naming the first invalid field. Every backend applies it first.
+func (c Config) WithDefaults() (Config, error) {
 	if c.Image == "" {
 		return c, fmt.Errorf("sandbox config: image is required")
 	}
@@ -104,7 +105,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.User == "" {
 		c.User = DefaultUser
 	}
-	if _, _, err := parseUser(c.User); err != nil {
+	if _, _, err := ParseUser(c.User); err != nil {
 		return c, err
 	}
 	if c.Memory == 0 {
@@ -145,7 +146,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.RunID == "" {
-		c.RunID = randomID()
+		c.RunID = RandomID()
 	}
 	if c.Owner == (Owner{}) {
 		c.Owner = Self()
@@ -153,8 +154,8 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// parseUser splits a numeric "uid:gid".
-func parseUser(s string) (uid, gid int, err error) {
+// ParseUser splits a numeric "uid:gid".
+func ParseUser(s string) (uid, gid int, err error) {
 	u, g, ok := strings.Cut(s, ":")
 	if ok {
 		uid, err = strconv.Atoi(u)
@@ -168,9 +169,9 @@ func parseUser(s string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// env is the environment of the container: the non-interactive defaults,
-// then the caller's entries, which win.
-func (c Config) env() []string {
+// CommandEnv is the environment of every command: the non-interactive
+// defaults, then the caller's entries, which win.
+func (c Config) CommandEnv() []string {
 	env := append([]string(nil), nonInteractiveEnv...)
 	return append(env, c.Env...)
 }

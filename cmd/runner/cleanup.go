@@ -9,12 +9,13 @@ import (
 
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 type cleanupOptions struct {
 	printer *cli.Printer
 	json    bool
-	engine  func(context.Context) (*sandbox.Engine, error)
+	engine  func(context.Context) (*docker.Engine, error)
 	dryRun  bool
 }
 

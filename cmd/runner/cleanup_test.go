@@ -12,6 +12,7 @@ import (
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // deadOwner is the owner record of a process of this host that has exited.
@@ -27,7 +28,7 @@ func deadOwner(t *testing.T) sandbox.Owner {
 
 // startTestSandbox starts a busybox sandbox of this test process's runs, owned
 // by owner, and removes it at the end of the test if it still exists.
-func startTestSandbox(t *testing.T, task string, owner sandbox.Owner) *sandbox.Docker {
+func startTestSandbox(t *testing.T, task string, owner sandbox.Owner) *docker.Sandbox {
 	t.Helper()
 	e := dockertest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -67,7 +68,7 @@ func TestCleanup(t *testing.T) {
 	if strings.Contains(res.stdout, live.Name()) {
 		t.Errorf("dry run lists the live sandbox %s:\n%s", live.Name(), res.stdout)
 	}
-	for _, sb := range []*sandbox.Docker{dead, live} {
+	for _, sb := range []*docker.Sandbox{dead, live} {
 		if exists, running := containerRunning(t, sb.ID()); !exists || !running {
 			t.Errorf("after the dry run, %s exists=%v running=%v; want it running", sb.Name(), exists, running)
 		}

@@ -9,6 +9,7 @@ import (
 	runner "github.com/runner-dev/runner"
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // newImageCmd groups the commands about the sandbox image.
@@ -27,7 +28,7 @@ func newImageCmd(d *deps) *cobra.Command {
 
 type imageBuildOptions struct {
 	printer *cli.Printer
-	engine  func(context.Context) (*sandbox.Engine, error)
+	engine  func(context.Context) (*docker.Engine, error)
 	base    string
 	tag     string
 	quiet   bool
@@ -77,7 +78,7 @@ func runImageBuild(ctx context.Context, opts *imageBuildOptions) error {
 	defer e.Close()
 	stream := opts.printer.Stream() // the build's output, escaped line by line
 	defer stream.Flush()
-	bo := sandbox.BuildOptions{Dockerfile: runner.SandboxDockerfile, Tag: opts.tag, Progress: stream}
+	bo := docker.BuildOptions{Dockerfile: runner.SandboxDockerfile, Tag: opts.tag, Progress: stream}
 	if opts.base != "" {
 		bo.Args = map[string]string{"BASE_IMAGE": opts.base}
 	}
@@ -125,7 +126,7 @@ func (t *tailBuffer) String() string {
 type imageCheckOptions struct {
 	printer *cli.Printer
 	json    bool
-	engine  func(context.Context) (*sandbox.Engine, error)
+	engine  func(context.Context) (*docker.Engine, error)
 	image   string
 }
 

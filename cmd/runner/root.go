@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runner-dev/runner/internal/cli"
-	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // deps is what the commands share: the process's streams and environment,
@@ -21,7 +21,7 @@ type deps struct {
 	getenv         func(string) string
 	// connect opens the Docker engine named by the environment
 	// (DOCKER_HOST...); the caller closes it.
-	connect func(context.Context) (*sandbox.Engine, error)
+	connect func(context.Context) (*docker.Engine, error)
 
 	globals globalFlags
 	// Set by setup, before a command's RunE runs.
@@ -40,7 +40,7 @@ type globalFlags struct {
 }
 
 func newDeps(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *deps {
-	return &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, connect: sandbox.Connect}
+	return &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, connect: docker.Connect}
 }
 
 // setup builds the printer and the logger from the global flags and the
@@ -64,7 +64,7 @@ func (d *deps) setup() error {
 }
 
 // engine connects to the Docker engine; the caller closes it.
-func (d *deps) engine(ctx context.Context) (*sandbox.Engine, error) {
+func (d *deps) engine(ctx context.Context) (*docker.Engine, error) {
 	e, err := d.connect(ctx)
 	if err != nil {
 		return nil, err

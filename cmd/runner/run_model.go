@@ -20,6 +20,7 @@ import (
 	"github.com/runner-dev/runner/internal/provider"
 	"github.com/runner-dev/runner/internal/redact"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -221,7 +222,7 @@ func gitAuth(getenv func(string) string) gitops.Credentials {
 }
 
 // sandboxStarter adapts the engine to the batch's need.
-func sandboxStarter(e *sandbox.Engine) func(context.Context, sandbox.Config) (sandbox.Sandbox, error) {
+func sandboxStarter(e *docker.Engine) func(context.Context, sandbox.Config) (sandbox.Sandbox, error) {
 	return func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
 		return e.Start(ctx, cfg)
 	}

@@ -64,7 +64,7 @@ type Options struct {
 type Deps struct {
 	// Store is the out directory's store, opened (and locked) by the caller.
 	Store *tasks.Store
-	// StartSandbox starts a sandbox (sandbox.Engine.Start, usually).
+	// StartSandbox starts a sandbox (a sandbox.Backend's Start).
 	StartSandbox func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error)
 	// ImageExists checks an image before anything runs.
 	ImageExists func(ctx context.Context, image string) (bool, error)

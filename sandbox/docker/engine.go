@@ -1,8 +1,7 @@
-package sandbox
+package docker
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -38,7 +37,3 @@ func (e *Engine) Close() error { return e.cli.Close() }
 
 // Host is the daemon address in use.
 func (e *Engine) Host() string { return e.cli.DaemonHost() }
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}

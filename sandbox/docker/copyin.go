@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"archive/tar"
@@ -15,18 +15,20 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/runner-dev/runner/internal/panics"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
 // copyIn copies the host directory dir into Workdir, owned by the sandbox
 // user (and, without a disk limit, creates the user's home).
 // The tree travels as a tar stream through the Engine API, so the engine may
 // be remote.
-func (d *Docker) copyIn(ctx context.Context, dir string) error {
+func (d *Sandbox) copyIn(ctx context.Context, dir string) error {
 	// Into the memory-backed workspace itself (the home is a mount of its
 	// own), or into the writable layer, with the home, from the root.
-	dest, layout := Workdir, tarLayout{}
+	dest, layout := sandbox.Workdir, tarLayout{}
 	if d.cfg.Disk < 0 {
-		dest, layout = "/", tarLayout{root: strings.TrimPrefix(Workdir, "/"), home: strings.TrimPrefix(homeDir, "/")}
+		dest, layout = "/", tarLayout{root: strings.TrimPrefix(sandbox.Workdir, "/"), home: strings.TrimPrefix(sandbox.HomeDir, "/")}
 	}
 	pr, pw := io.Pipe()
 	go func() {

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // runHelper is the body of a child test process that opens a sandbox the
@@ -23,7 +24,7 @@ import (
 func runHelper(mode string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e, err := sandbox.Connect(ctx)
+	e, err := docker.Connect(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

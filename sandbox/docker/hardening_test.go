@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // The settings are read back from inside the container, where they matter.
@@ -108,10 +109,10 @@ func TestHardeningSeenByEngine(t *testing.T) {
 		{"read-only root filesystem", h.ReadonlyRootfs},
 		{"size-limited scratch space", strings.Contains(h.Tmpfs["/tmp"], "size=") && strings.Contains(h.Tmpfs["/home/sandbox"], "uid=1000")},
 		{"user 1000:1000", c.Config.User == "1000:1000"},
-		{"tool label", c.Config.Labels[sandbox.LabelTool] == "runner"},
-		{"task label", c.Config.Labels[sandbox.LabelTask] == t.Name()},
-		{"owner labels", c.Config.Labels[sandbox.LabelOwnerPID] != "" && c.Config.Labels[sandbox.LabelOwnerHost] != ""},
-		{"deadline label", c.Config.Labels[sandbox.LabelDeadline] != ""},
+		{"tool label", c.Config.Labels[docker.LabelTool] == "runner"},
+		{"task label", c.Config.Labels[docker.LabelTask] == t.Name()},
+		{"owner labels", c.Config.Labels[docker.LabelOwnerPID] != "" && c.Config.Labels[docker.LabelOwnerHost] != ""},
+		{"deadline label", c.Config.Labels[docker.LabelDeadline] != ""},
 	}
 	for _, ch := range checks {
 		if !ch.ok {
@@ -176,7 +177,7 @@ func TestDefaultLimits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker volume inspect: %v: %s", err, volume)
 	}
-	deadline, err := time.Parse(time.RFC3339, got[0].Config.Labels[sandbox.LabelDeadline])
+	deadline, err := time.Parse(time.RFC3339, got[0].Config.Labels[docker.LabelDeadline])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // Files that are not plain files, or not reachable, get the package's
@@ -113,7 +114,7 @@ func TestFileRemovedMidRead(t *testing.T) {
 // the open; the host's deadline for the operation then ends it, with an
 // error saying so, and kills the helper: nothing is left running.
 func TestFileFIFOSwappedInTimesOut(t *testing.T) {
-	sandbox.SetFileOpTimeout(t, 2*time.Second)
+	docker.SetFileOpTimeout(t, 2*time.Second)
 	swapper := swapperBinary(t)
 	sb := start(t, sandbox.Config{})
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // swapperProgram exchanges two names atomically (renameat2 with
@@ -94,7 +95,7 @@ type outsideFile struct{ dir, name, owner string }
 
 // cat reads the file as its owner, with the docker CLI: the sandbox's
 // root has no capability to read files it does not own.
-func (o outsideFile) cat(t *testing.T, sb *sandbox.Docker) string {
+func (o outsideFile) cat(t *testing.T, sb *docker.Sandbox) string {
 	t.Helper()
 	p := o.dir + "/" + o.name
 	out, err := dockerCLI(t, "exec", "-u", o.owner, sb.ID(), "cat", p)
@@ -107,7 +108,7 @@ func (o outsideFile) cat(t *testing.T, sb *sandbox.Docker) string {
 // startSwapper copies the swapper in and starts it in the background on
 // the names a and b of the workspace. It returns a function that stops it
 // and returns how many exchanges it made.
-func startSwapper(t *testing.T, sb *sandbox.Docker, swapper []byte, a, b string) func() string {
+func startSwapper(t *testing.T, sb *docker.Sandbox, swapper []byte, a, b string) func() string {
 	t.Helper()
 	if err := sb.WriteFile(context.Background(), "swapper", swapper, 0o755); err != nil {
 		t.Fatalf("copy the swapper in: %v", err)
@@ -122,7 +123,7 @@ func startSwapper(t *testing.T, sb *sandbox.Docker, swapper []byte, a, b string)
 }
 
 // waitInside runs cond in the sandbox until it succeeds.
-func waitInside(t *testing.T, sb *sandbox.Docker, cond string) {
+func waitInside(t *testing.T, sb *docker.Sandbox, cond string) {
 	t.Helper()
 	res := run(t, sb, "until "+cond+"; do sleep 0.05; done", sandbox.ExecOptions{Timeout: 30 * time.Second})
 	if res.ExitCode != 0 || res.TimedOut {
@@ -174,7 +175,7 @@ func TestFilesRaceSymlinkSwap(t *testing.T) {
 
 // raceFileTools reads and writes d/NAME while d is swapped with a symlink
 // to target.dir, and fails the test if anything crossed the workspace.
-func raceFileTools(t *testing.T, sb *sandbox.Docker, swapper []byte, target outsideFile, rounds int) {
+func raceFileTools(t *testing.T, sb *docker.Sandbox, swapper []byte, target outsideFile, rounds int) {
 	before := target.cat(t, sb)
 	listing := output(t, sb, "ls -a "+target.dir)
 	output(t, sb, "rm -rf d link d.swap && mkdir d && echo inside > d/"+target.name+" && ln -s "+target.dir+" link")

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	runner "github.com/runner-dev/runner"
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // The embedded Dockerfile.sandbox builds on an offline machine from a local
@@ -20,7 +21,7 @@ func TestBuildSandboxImageFromEmbeddedDockerfile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	err := e.BuildImage(ctx, sandbox.BuildOptions{
+	err := e.BuildImage(ctx, docker.BuildOptions{
 		Dockerfile: runner.SandboxDockerfile, Tag: tag,
 		Args:     map[string]string{"BASE_IMAGE": base},
 		Progress: &progress,
@@ -46,7 +47,7 @@ func TestBuildSandboxImageFromEmbeddedDockerfile(t *testing.T) {
 
 func TestBuildImageReportsFailure(t *testing.T) {
 	e := dockertest.Engine(t)
-	err := e.BuildImage(context.Background(), sandbox.BuildOptions{
+	err := e.BuildImage(context.Background(), docker.BuildOptions{
 		Dockerfile: []byte("FROM " + dockertest.Busybox(t) + "\nRUN exit 7\n"), Tag: "runner-test-broken:latest",
 	})
 	if err == nil || !strings.Contains(err.Error(), "non-zero code: 7") {

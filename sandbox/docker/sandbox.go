@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"context"
@@ -12,14 +12,16 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
-// Docker is a Sandbox backed by one container of a Docker engine.
-type Docker struct {
+// Sandbox is a sandbox.Sandbox backed by one container of a Docker engine.
+type Sandbox struct {
 	e        *Engine
 	id       string
 	name     string
-	cfg      Config
+	cfg      sandbox.Config
 	uid, gid int
 	deadline time.Time
 
@@ -30,21 +32,21 @@ type Docker struct {
 	closeOnce sync.Once
 }
 
-var _ Sandbox = (*Docker)(nil)
+var _ sandbox.Sandbox = (*Sandbox)(nil)
 
 // Start creates a hardened container from cfg, copies cfg.Workspace into
 // Workdir and starts it. If anything fails after the container was created,
 // the container is removed before Start returns.
-func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
-	cfg, err := cfg.withDefaults()
+func (e *Engine) Start(ctx context.Context, cfg sandbox.Config) (*Sandbox, error) {
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, _ := parseUser(cfg.User)
+	uid, gid, _ := sandbox.ParseUser(cfg.User)
 	deadline := time.Now().Add(cfg.Lifetime)
-	name := "runner-" + cfg.RunID + "-" + randomID()
+	name := "runner-" + cfg.RunID + "-" + sandbox.RandomID()
 	if cfg.TaskID != "" {
-		name = "runner-" + safeName(cfg.TaskID) + "-" + randomID()
+		name = "runner-" + safeName(cfg.TaskID) + "-" + sandbox.RandomID()
 	}
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
@@ -53,7 +55,7 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
-	d := &Docker{e: e, id: created.ID, name: name, cfg: cfg, uid: uid, gid: gid, deadline: deadline}
+	d := &Sandbox{e: e, id: created.ID, name: name, cfg: cfg, uid: uid, gid: gid, deadline: deadline}
 	if err != nil {
 		if created.ID != "" {
 			d.Close(ctx)
@@ -86,15 +88,15 @@ func (e *Engine) Start(ctx context.Context, cfg Config) (*Docker, error) {
 }
 
 // ID is the container id.
-func (d *Docker) ID() string { return d.id }
+func (d *Sandbox) ID() string { return d.id }
 
 // Name is the container name.
-func (d *Docker) Name() string { return d.name }
+func (d *Sandbox) Name() string { return d.name }
 
 // Deadline is when the sandbox expires by itself.
-func (d *Docker) Deadline() time.Time { return d.deadline }
+func (d *Sandbox) Deadline() time.Time { return d.deadline }
 
-func containerConfig(cfg Config, deadline time.Time) *container.Config {
+func containerConfig(cfg sandbox.Config, deadline time.Time) *container.Config {
 	secs := int64(math.Ceil(cfg.Lifetime.Seconds()))
 	return &container.Config{
 		Image: cfg.Image,
@@ -104,14 +106,14 @@ func containerConfig(cfg Config, deadline time.Time) *container.Config {
 		Entrypoint: []string{"sleep"},
 		Cmd:        []string{strconv.FormatInt(secs, 10)},
 		User:       cfg.User,
-		Env:        cfg.env(),
-		WorkingDir: Workdir,
-		Labels:     cfg.labels(deadline),
+		Env:        cfg.CommandEnv(),
+		WorkingDir: sandbox.Workdir,
+		Labels:     labels(cfg, deadline),
 		StopSignal: "SIGKILL",
 	}
 }
 
-func hostConfig(cfg Config) *container.HostConfig {
+func hostConfig(cfg sandbox.Config) *container.HostConfig {
 	init := true
 	pids := cfg.Pids
 	hc := &container.HostConfig{
@@ -144,18 +146,18 @@ func hostConfig(cfg Config) *container.HostConfig {
 // file system of cfg.Disk bytes, and the rest read-only. The workspace is a
 // volume, not a plain tmpfs mount, because the Engine's archive API (the
 // copy in and out) reaches into volumes but not into tmpfs mounts.
-func limitDisk(hc *container.HostConfig, cfg Config) {
-	uid, gid, _ := parseUser(cfg.User)
+func limitDisk(hc *container.HostConfig, cfg sandbox.Config) {
+	uid, gid, _ := sandbox.ParseUser(cfg.User)
 	hc.ReadonlyRootfs = true
 	scratch := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", cfg.Disk)
 	hc.Tmpfs = map[string]string{
-		"/tmp":     scratch,
-		"/var/tmp": scratch,
-		homeDir:    fmt.Sprintf("rw,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=0700", cfg.Disk, uid, gid),
+		"/tmp":          scratch,
+		"/var/tmp":      scratch,
+		sandbox.HomeDir: fmt.Sprintf("rw,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=0700", cfg.Disk, uid, gid),
 	}
 	hc.Mounts = []mount.Mount{{
 		Type:   mount.TypeVolume,
-		Target: Workdir,
+		Target: sandbox.Workdir,
 		VolumeOptions: &mount.VolumeOptions{DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
 			"type": "tmpfs", "device": "tmpfs",
 			"o": fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0755", cfg.Disk, uid, gid),
@@ -164,14 +166,14 @@ func limitDisk(hc *container.HostConfig, cfg Config) {
 }
 
 // usable returns an error when the sandbox can no longer run commands.
-func (d *Docker) usable() error {
+func (d *Sandbox) usable() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
 	case d.closed:
-		return ErrClosed
+		return sandbox.ErrClosed
 	case d.stopped:
-		return ErrStopped
+		return sandbox.ErrStopped
 	}
 	return nil
 }
@@ -193,7 +195,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Close removes the container. It is idempotent, and it works with an
 // already cancelled ctx, so it can run from a defer after Ctrl-C.
-func (d *Docker) Close(ctx context.Context) error {
+func (d *Sandbox) Close(ctx context.Context) error {
 	d.closeOnce.Do(func() {
 		d.mu.Lock()
 		d.closed = true
@@ -220,7 +222,7 @@ func (d *Docker) Close(ctx context.Context) error {
 
 // stoppedError explains why the container no longer runs, for a caller
 // whose command was cut short.
-func (d *Docker) stoppedError(ctx context.Context) error {
+func (d *Sandbox) stoppedError(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	// A container being killed may still count as running for a moment
@@ -230,7 +232,7 @@ func (d *Docker) stoppedError(ctx context.Context) error {
 		res, err := d.e.cli.ContainerInspect(ctx, d.id, client.ContainerInspectOptions{})
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
-				return fmt.Errorf("sandbox %s was removed from outside: %w", d.name, ErrStopped)
+				return fmt.Errorf("sandbox %s was removed from outside: %w", d.name, sandbox.ErrStopped)
 			}
 			return d.e.explain("inspect sandbox", "", err)
 		}
@@ -251,7 +253,7 @@ func (d *Docker) stoppedError(ctx context.Context) error {
 	case st.ExitCode == 137:
 		why = "killed from outside (exit code 137)"
 	}
-	return fmt.Errorf("sandbox %s stopped: %s: %w", d.name, why, ErrStopped)
+	return fmt.Errorf("sandbox %s stopped: %s: %w", d.name, why, sandbox.ErrStopped)
 }
 
 // safeName keeps the characters a container name allows.

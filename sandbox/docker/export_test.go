@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // needs and nothing else: no wrapper, timeout, output capture or checks.
 // ExecCreate, ExecAttach, the output read to its end, ExecInspect. It is the
 // floor against which the benchmarks measure Exec.
-func (d *Docker) BareExec(ctx context.Context, cmd ...string) (exitCode int, err error) {
+func (d *Sandbox) BareExec(ctx context.Context, cmd ...string) (exitCode int, err error) {
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
 		User: d.cfg.User, AttachStdout: true, AttachStderr: true, Cmd: cmd,
 	})

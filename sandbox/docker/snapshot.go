@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"context"
@@ -6,16 +6,18 @@ import (
 	"io"
 
 	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
 // Snapshot stops the container and returns the workspace as a tar stream.
 // See Sandbox.Snapshot for the contract.
-func (d *Docker) Snapshot(ctx context.Context) (io.ReadCloser, error) {
+func (d *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	d.mu.Lock()
 	closed := d.closed
 	d.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, sandbox.ErrClosed
 	}
 	// A running container could swap a symlink under the copy: freeze it
 	// first. It is paused, not stopped, because stopping it would unmount
@@ -31,7 +33,7 @@ func (d *Docker) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	d.mu.Lock()
 	d.stopped = true
 	d.mu.Unlock()
-	res, err := d.e.cli.CopyFromContainer(ctx, d.id, client.CopyFromContainerOptions{SourcePath: Workdir + "/."})
+	res, err := d.e.cli.CopyFromContainer(ctx, d.id, client.CopyFromContainerOptions{SourcePath: sandbox.Workdir + "/."})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", d.e.explain("copy workspace out", "", err))
 	}

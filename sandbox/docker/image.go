@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"archive/tar"
@@ -12,10 +12,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
-)
 
-// DefaultImage is the image built from Dockerfile.sandbox.
-const DefaultImage = "runner-sandbox:latest"
+	"github.com/runner-dev/runner/sandbox"
+)
 
 // ImageExists reports whether the engine has the image ref.
 func (e *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
@@ -33,7 +32,7 @@ func (e *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
 // files in the build context).
 type BuildOptions struct {
 	Dockerfile []byte
-	Tag        string            // default DefaultImage
+	Tag        string            // default sandbox.DefaultImage
 	Args       map[string]string // build arguments, e.g. BASE_IMAGE
 	// Progress receives the build's output; nil discards it.
 	Progress io.Writer
@@ -43,7 +42,7 @@ type BuildOptions struct {
 // the base image is already present.
 func (e *Engine) BuildImage(ctx context.Context, opt BuildOptions) error {
 	if opt.Tag == "" {
-		opt.Tag = DefaultImage
+		opt.Tag = sandbox.DefaultImage
 	}
 	if opt.Progress == nil {
 		opt.Progress = io.Discard

@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
 //go:embed files.sh
@@ -42,12 +44,12 @@ type fileResult struct {
 // own: its stdin carries the data of a write, its stdout the data of a
 // read. The host bounds it with fileOpTimeout and, when that passes or ctx
 // ends, kills every process of the helper before returning.
-func (d *Docker) runFile(ctx context.Context, op fileOp) (fileResult, error) {
+func (d *Sandbox) runFile(ctx context.Context, op fileOp) (fileResult, error) {
 	if err := d.usable(); err != nil {
 		return fileResult{}, err
 	}
-	mark := "runner-exec-" + randomID() + randomID()
-	cmd := append([]string{"sh", "-c", filesScript, "runner-files", op.name, Workdir}, op.args...)
+	mark := "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
+	cmd := append([]string{"sh", "-c", filesScript, "runner-files", op.name, sandbox.Workdir}, op.args...)
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
 		User:         d.cfg.User,
 		AttachStdin:  op.stdin != nil,
@@ -55,7 +57,7 @@ func (d *Docker) runFile(ctx context.Context, op fileOp) (fileResult, error) {
 		AttachStderr: true,
 		// The mark lets kill find the helper and whatever it started.
 		Env:        []string{"RUNNER_EXEC=" + mark},
-		WorkingDir: Workdir,
+		WorkingDir: sandbox.Workdir,
 		Cmd:        cmd,
 	})
 	if err != nil {
@@ -130,27 +132,27 @@ func fileError(op fileOp, res fileResult) error {
 		// Opening a regular file does not block: what did is a FIFO put
 		// there after the helper looked, which the caller should hear of
 		// as such rather than as a failure of the sandbox.
-		return fmt.Errorf("%s: did not finish within %s: %w (a FIFO?)", what, fileOpTimeout, ErrNotRegular)
+		return fmt.Errorf("%s: did not finish within %s: %w (a FIFO?)", what, fileOpTimeout, sandbox.ErrNotRegular)
 	case res.code == 0:
 		return nil
 	}
 	switch res.code {
 	case 2:
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
+		return fmt.Errorf("%s: %w", what, sandbox.ErrNotFound)
 	case 13:
 		return fmt.Errorf("%s: %w", what, fs.ErrPermission)
 	case 16:
 		return fmt.Errorf("%s: the file kept changing while being opened; try again", what)
 	case 18:
-		return fmt.Errorf("%s: resolves to %s through a symlink: %w", what, res.stdout, ErrOutsideWorkspace)
+		return fmt.Errorf("%s: resolves to %s through a symlink: %w", what, res.stdout, sandbox.ErrOutsideWorkspace)
 	case 19:
-		return fmt.Errorf("%s: %w", what, ErrNotRegular)
+		return fmt.Errorf("%s: %w", what, sandbox.ErrNotRegular)
 	case 20:
-		return fmt.Errorf("%s: %w", what, ErrNotDir)
+		return fmt.Errorf("%s: %w", what, sandbox.ErrNotDir)
 	case 21:
-		return fmt.Errorf("%s: %w", what, ErrIsDir)
+		return fmt.Errorf("%s: %w", what, sandbox.ErrIsDir)
 	case 27:
-		return fmt.Errorf("%s: %w: %s bytes, the limit is %d; read it in parts with a command", what, ErrTooLarge, res.stdout, MaxReadSize)
+		return fmt.Errorf("%s: %w: %s bytes, the limit is %d; read it in parts with a command", what, sandbox.ErrTooLarge, res.stdout, sandbox.MaxReadSize)
 	case 74:
 		return fmt.Errorf("%s: the data did not arrive whole; the file may be partly written", what)
 	}

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 func TestMain(m *testing.M) {
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 
 // start starts a sandbox from the busybox test image, closed at the end of
 // the test.
-func start(t testing.TB, cfg sandbox.Config) *sandbox.Docker {
+func start(t testing.TB, cfg sandbox.Config) *docker.Sandbox {
 	t.Helper()
 	e := dockertest.Engine(t)
 	if cfg.Image == "" {

@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"context"
@@ -8,18 +8,20 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
 // ReadFile returns the content of a regular file in the workspace. The file
 // is opened and read by one process running as the sandbox user, which
 // checks the file it opened (see files.sh), never a path that could change
 // between a check and a use.
-func (d *Docker) ReadFile(ctx context.Context, p string) ([]byte, error) {
+func (d *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	abs, err := resolve(p)
 	if err != nil {
 		return nil, err
 	}
-	op := fileOp{name: "read", path: p, args: []string{abs, strconv.Itoa(MaxReadSize)}, max: MaxReadSize}
+	op := fileOp{name: "read", path: p, args: []string{abs, strconv.Itoa(sandbox.MaxReadSize)}, max: sandbox.MaxReadSize}
 	res, err := d.runFile(ctx, op)
 	if err != nil {
 		return nil, err
@@ -28,7 +30,7 @@ func (d *Docker) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		return nil, err
 	}
 	if res.over {
-		return nil, fmt.Errorf("read %s: %w: it grew past the limit of %d bytes while being read", p, ErrTooLarge, MaxReadSize)
+		return nil, fmt.Errorf("read %s: %w: it grew past the limit of %d bytes while being read", p, sandbox.ErrTooLarge, sandbox.MaxReadSize)
 	}
 	return res.stdout, nil
 }
@@ -37,13 +39,13 @@ func (d *Docker) ReadFile(ctx context.Context, p string) ([]byte, error) {
 // The data travels on the stdin of one process running as the sandbox
 // user, which creates or opens the file, checks the file it opened, and
 // only then truncates and writes it (see files.sh).
-func (d *Docker) WriteFile(ctx context.Context, p string, data []byte, mode fs.FileMode) error {
+func (d *Sandbox) WriteFile(ctx context.Context, p string, data []byte, mode fs.FileMode) error {
 	abs, err := resolve(p)
 	if err != nil {
 		return err
 	}
-	if abs == Workdir {
-		return fmt.Errorf("write %s: %w", p, ErrIsDir)
+	if abs == sandbox.Workdir {
+		return fmt.Errorf("write %s: %w", p, sandbox.ErrIsDir)
 	}
 	perm := "-"
 	if mode&fs.ModePerm != 0 {
@@ -62,7 +64,7 @@ func (d *Docker) WriteFile(ctx context.Context, p string, data []byte, mode fs.F
 
 // ListFiles lists dir, recursively if asked, leaving out the contents of
 // .git directories.
-func (d *Docker) ListFiles(ctx context.Context, dir string, recursive bool) ([]FileInfo, error) {
+func (d *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]sandbox.FileInfo, error) {
 	abs, err := resolve(dir)
 	if err != nil {
 		return nil, err
@@ -83,8 +85,8 @@ func (d *Docker) ListFiles(ctx context.Context, dir string, recursive bool) ([]F
 		return nil, fmt.Errorf("list %s: too many entries; list a subdirectory", dir)
 	}
 	out := string(res.stdout)
-	rel := strings.TrimPrefix(strings.TrimPrefix(abs, Workdir), "/")
-	var files []FileInfo
+	rel := strings.TrimPrefix(strings.TrimPrefix(abs, sandbox.Workdir), "/")
+	var files []sandbox.FileInfo
 	for _, line := range strings.Split(out, "\n") {
 		modeHex, rest, ok1 := strings.Cut(line, " ")
 		sizeStr, name, ok2 := strings.Cut(rest, " ")
@@ -94,7 +96,7 @@ func (d *Docker) ListFiles(ctx context.Context, dir string, recursive bool) ([]F
 			continue // a name with a newline in it; rare, and not worth a lie
 		}
 		name = path.Join(rel, strings.TrimPrefix(name, "./"))
-		files = append(files, FileInfo{Path: name, Type: unixType(uint32(mode)), Size: size})
+		files = append(files, sandbox.FileInfo{Path: name, Type: unixType(uint32(mode)), Size: size})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
@@ -107,22 +109,22 @@ const maxListing = 64 << 20
 // into an absolute one, refusing any that leaves Workdir.
 func resolve(p string) (string, error) {
 	if p == "" || p == "." {
-		return Workdir, nil
+		return sandbox.Workdir, nil
 	}
 	abs := path.Clean(p)
 	if !path.IsAbs(p) {
-		abs = path.Join(Workdir, p)
+		abs = path.Join(sandbox.Workdir, p)
 	}
-	if abs != Workdir && !strings.HasPrefix(abs, Workdir+"/") {
-		return "", fmt.Errorf("%s: %w", p, ErrOutsideWorkspace)
+	if abs != sandbox.Workdir && !strings.HasPrefix(abs, sandbox.Workdir+"/") {
+		return "", fmt.Errorf("%s: %w", p, sandbox.ErrOutsideWorkspace)
 	}
 	return abs, nil
 }
 
 // insideWorkdir checks a path as resolved inside the sandbox.
 func insideWorkdir(p, real string) error {
-	if real != Workdir && !strings.HasPrefix(real, Workdir+"/") {
-		return fmt.Errorf("%s: resolves to %s through a symlink: %w", p, real, ErrOutsideWorkspace)
+	if real != sandbox.Workdir && !strings.HasPrefix(real, sandbox.Workdir+"/") {
+		return fmt.Errorf("%s: resolves to %s through a symlink: %w", p, real, sandbox.ErrOutsideWorkspace)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 func TestCleanupRemovesOnlyDeadRuns(t *testing.T) {
@@ -46,7 +47,7 @@ func TestCleanupRemovesOnlyDeadRuns(t *testing.T) {
 	})
 	// The deadline label has a one-second resolution: wait until the
 	// clock is past what it says.
-	label, err := dockerCLI(t, "inspect", "--format", `{{index .Config.Labels "`+sandbox.LabelDeadline+`"}}`, expired.ID())
+	label, err := dockerCLI(t, "inspect", "--format", `{{index .Config.Labels "`+docker.LabelDeadline+`"}}`, expired.ID())
 	deadline, perr := time.Parse(time.RFC3339, label)
 	if err != nil || perr != nil {
 		t.Fatalf("deadline label %q: %v %v", label, err, perr)
@@ -106,7 +107,7 @@ func TestErrorsAUserCanActOn(t *testing.T) {
 	}
 
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	_, err = sandbox.Connect(ctx)
+	_, err = docker.Connect(ctx)
 	if !errors.Is(err, sandbox.ErrDaemonUnreachable) || !strings.Contains(err.Error(), "unix:///nonexistent/docker.sock") {
 		t.Errorf("unreachable daemon: %v", err)
 	}

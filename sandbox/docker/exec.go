@@ -1,4 +1,4 @@
-package sandbox
+package docker
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/runner-dev/runner/internal/panics"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
 //go:embed exec.sh
@@ -27,21 +29,21 @@ const (
 )
 
 // Exec runs cmd in the sandbox. See Sandbox.Exec for the contract.
-func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecResult, error) {
+func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions) (sandbox.ExecResult, error) {
 	if err := d.usable(); err != nil {
-		return ExecResult{}, err
+		return sandbox.ExecResult{}, err
 	}
 	if opt.Timeout <= 0 {
-		opt.Timeout = DefaultExecTimeout
+		opt.Timeout = sandbox.DefaultExecTimeout
 	}
 	if opt.MaxOutput <= 0 {
-		opt.MaxOutput = DefaultMaxOutput
+		opt.MaxOutput = sandbox.DefaultMaxOutput
 	}
 	dir, err := resolve(opt.Dir)
 	if err != nil {
-		return ExecResult{}, err
+		return sandbox.ExecResult{}, err
 	}
-	mark := "runner-exec-" + randomID() + randomID()
+	mark := "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
 	start := time.Now()
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
 		User: d.cfg.User,
@@ -54,11 +56,11 @@ func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecRes
 		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "run", mark, cmd},
 	})
 	if err != nil {
-		return ExecResult{}, d.execError(ctx, err)
+		return sandbox.ExecResult{}, d.execError(ctx, err)
 	}
 	att, err := d.e.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return ExecResult{}, d.execError(ctx, err)
+		return sandbox.ExecResult{}, d.execError(ctx, err)
 	}
 	out := newExecOutput(opt.MaxOutput, mark)
 	done := panics.Go(ctx, func() error {
@@ -73,7 +75,7 @@ func (d *Docker) Exec(ctx context.Context, cmd string, opt ExecOptions) (ExecRes
 		_ = att.CloseWrite()
 	}
 
-	var res ExecResult
+	var res sandbox.ExecResult
 	var readErr error
 	poll := 200 * time.Millisecond
 	timer := time.NewTimer(poll)
@@ -90,14 +92,14 @@ wait:
 			timeUp()
 			stop()
 			d.kill(ctx, mark)
-			return ExecResult{}, fmt.Errorf("exec: %w", ctx.Err())
+			return sandbox.ExecResult{}, fmt.Errorf("exec: %w", ctx.Err())
 		case <-deadline.C:
 			timeUp()
 		case <-timer.C:
 			ins, err := d.e.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
 			if err != nil {
 				stop()
-				return ExecResult{}, d.execError(ctx, err)
+				return sandbox.ExecResult{}, d.execError(ctx, err)
 			}
 			if !ins.Running {
 				// The command is over; something it left behind may still
@@ -125,15 +127,15 @@ wait:
 	// The exit code is read only now, once the output has drained.
 	code, running, err := d.exitCode(ctx, created.ID)
 	if err != nil {
-		return ExecResult{}, d.execError(ctx, err)
+		return sandbox.ExecResult{}, d.execError(ctx, err)
 	}
 	if readErr != nil || running || code >= 128 && !out.timedOut && !out.oomKilled {
 		if err := d.stoppedError(ctx); err != nil {
-			return ExecResult{}, fmt.Errorf("exec: %w", err)
+			return sandbox.ExecResult{}, fmt.Errorf("exec: %w", err)
 		}
 	}
 	if readErr != nil {
-		return ExecResult{}, fmt.Errorf("exec: read output: %w", readErr)
+		return sandbox.ExecResult{}, fmt.Errorf("exec: read output: %w", readErr)
 	}
 	res.ExitCode = code
 	res.Stdout = out.stdout.String()
@@ -148,7 +150,7 @@ wait:
 }
 
 // exitCode waits briefly for the engine to record the end of the exec.
-func (d *Docker) exitCode(ctx context.Context, id string) (code int, running bool, err error) {
+func (d *Sandbox) exitCode(ctx context.Context, id string) (code int, running bool, err error) {
 	for i := 0; ; i++ {
 		ins, err := d.e.cli.ExecInspect(ctx, id, client.ExecInspectOptions{})
 		if err != nil {
@@ -167,7 +169,7 @@ func (d *Docker) exitCode(ctx context.Context, id string) (code int, running boo
 
 // kill stops every process of the command marked mark, from a second exec.
 // It is used when the caller gives up on a command; it is best effort.
-func (d *Docker) kill(ctx context.Context, mark string) {
+func (d *Sandbox) kill(ctx context.Context, mark string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	// Attached, so that reading to the end waits for the kill to finish.
@@ -190,7 +192,7 @@ func (d *Docker) kill(ctx context.Context, mark string) {
 
 // execError explains an engine error met while running a command: most
 // often the container is gone or stopped.
-func (d *Docker) execError(ctx context.Context, err error) error {
+func (d *Sandbox) execError(ctx context.Context, err error) error {
 	if serr := d.stoppedError(ctx); serr != nil {
 		return fmt.Errorf("exec: %w", serr)
 	}

@@ -1,8 +1,10 @@
-package sandbox
+package docker
 
 import (
 	"strconv"
 	"time"
+
+	"github.com/runner-dev/runner/sandbox"
 )
 
 // Labels put on every sandbox container. They let Cleanup find the
@@ -18,7 +20,7 @@ const (
 	toolName       = "runner"
 )
 
-func (c Config) labels(deadline time.Time) map[string]string {
+func labels(c sandbox.Config, deadline time.Time) map[string]string {
 	return map[string]string{
 		LabelTool:      toolName,
 		LabelRun:       c.RunID,
@@ -32,7 +34,7 @@ func (c Config) labels(deadline time.Time) map[string]string {
 
 // ownerFromLabels reads back the Owner and deadline written by labels.
 // ok is false when the labels are not runner's or are damaged.
-func ownerFromLabels(l map[string]string) (o Owner, deadline time.Time, ok bool) {
+func ownerFromLabels(l map[string]string) (o sandbox.Owner, deadline time.Time, ok bool) {
 	if l[LabelTool] != toolName {
 		return o, deadline, false
 	}
@@ -44,5 +46,5 @@ func ownerFromLabels(l map[string]string) (o Owner, deadline time.Time, ok bool)
 	if err != nil {
 		return o, deadline, false
 	}
-	return Owner{Host: l[LabelOwnerHost], PID: pid, Start: l[LabelOwnerAt]}, deadline, true
+	return sandbox.Owner{Host: l[LabelOwnerHost], PID: pid, Start: l[LabelOwnerAt]}, deadline, true
 }
