@@ -70,7 +70,7 @@ func realSandbox(t *testing.T, dir string) (context.Context, *docker.Sandbox) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	sb, err := dockertest.Engine(t).Start(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
+	sb, err := dockertest.Engine(t).StartContainer(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func BenchmarkSandboxReady(b *testing.B) {
 				dir := dir(b)
 				ctx := context.Background()
 				for b.Loop() {
-					sb, err := e.Start(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-ready"})
+					sb, err := e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-ready"})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -123,7 +123,7 @@ func BenchmarkCopyOut(b *testing.B) {
 		running := func(b *testing.B) *docker.Sandbox {
 			once.Do(func() {
 				var err error
-				sb, err = e.Start(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
+				sb, err = e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -174,7 +174,7 @@ func BenchmarkCopyOut(b *testing.B) {
 					var s *docker.Sandbox
 					untimed(b, func() {
 						var err error
-						s, err = e.Start(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
+						s, err = e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -304,7 +304,7 @@ func BenchmarkCommit(b *testing.B) {
 func snapshotAfterWork(b *testing.B, e *docker.Engine, image, dir, path string) plumbing.Hash {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sb, err := e.Start(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-commit"})
+	sb, err := e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-commit"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -10,13 +9,15 @@ import (
 // Config describes one sandbox. The zero value of every field but Image
 // means "use the safe default"; Defaults lists them.
 type Config struct {
-	// Image is the container image; it must provide sh, sleep and /proc.
+	// Image is the sandbox image; it must provide sh, sleep and /proc.
 	Image string
+	// Runtime names the isolation runtime, among those the backend offers
+	// (Info.Runtimes): for the Docker backend "runc", the engine's default,
+	// or "runsc", gVisor's user-space kernel. Empty is the backend's
+	// default; a runtime the backend does not have is refused at Start.
+	Runtime string
 	// Network is "none" (the default: loopback only) or "bridge".
 	Network string
-	// User is the numeric "uid:gid" that runs every command and owns the
-	// workspace. Default "1000:1000".
-	User string
 	// Memory limit in bytes; swap is set equal to it (no swap). Default 4 GiB.
 	// What the agent writes to the workspace, /tmp and its home counts
 	// against it too when Disk is on: they live in memory.
@@ -24,9 +25,10 @@ type Config struct {
 	// Disk caps the writable space. The root filesystem is read-only; the
 	// workspace, /tmp, /var/tmp and the home are memory-backed file systems
 	// of this size each, so a disk filler gets ENOSPC inside the sandbox and
-	// the host's disk is never written. Default 4 GiB. A negative value
-	// turns the limit off: the container's writable layer, on the host's
-	// disk, holds everything, with no size limit.
+	// the host's disk is never written. Default 4 GiB. NoDiskLimit turns
+	// the limit off: the backend's ordinary storage (for Docker, the
+	// container's writable layer on the host's disk) holds everything, with
+	// no size limit.
 	Disk int64
 	// CPUs is the CPU quota in cores. Default 1.
 	CPUs float64
@@ -43,18 +45,24 @@ type Config struct {
 	// Workspace is a host directory copied into Workdir at start; empty
 	// starts with an empty workspace.
 	Workspace string
-	// RunID and TaskID label the container so that it can be found and
+	// RunID and TaskID label the sandbox so that it can be found and
 	// cleaned up; RunID defaults to a random id.
 	RunID, TaskID string
-	// Owner is the process responsible for the container; zero means this
-	// process.
-	Owner Owner
 }
+
+// NoDiskLimit as Config.Disk turns the disk limit off.
+const NoDiskLimit = -1
+
+// UID and GID are the numeric user and group that run every command and
+// own the workspace and the files of a snapshot, in every backend.
+const (
+	UID = 1000
+	GID = 1000
+)
 
 // Defaults for Config fields left empty.
 const (
 	DefaultNetwork  = "none"
-	DefaultUser     = "1000:1000"
 	DefaultMemory   = 4 << 30
 	DefaultDisk     = 4 << 30
 	DefaultCPUs     = 1.0
@@ -102,11 +110,8 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.Network != "none" && c.Network != "bridge" {
 		return c, fmt.Errorf("sandbox config: network %q: want none or bridge", c.Network)
 	}
-	if c.User == "" {
-		c.User = DefaultUser
-	}
-	if _, _, err := ParseUser(c.User); err != nil {
-		return c, err
+	if !validRuntime(c.Runtime) {
+		return c, fmt.Errorf("sandbox config: runtime %q: want a name such as runc or runsc", c.Runtime)
 	}
 	if c.Memory == 0 {
 		c.Memory = DefaultMemory
@@ -129,6 +134,8 @@ func (c Config) WithDefaults() (Config, error) {
 	switch {
 	case c.Memory < 6<<20:
 		return c, fmt.Errorf("sandbox config: memory %d bytes: want at least 6 MiB", c.Memory)
+	case c.Disk < 0 && c.Disk != NoDiskLimit:
+		return c, fmt.Errorf("sandbox config: disk %d bytes: want a positive size or NoDiskLimit", c.Disk)
 	case c.Disk > 0 && c.Disk < 1<<20:
 		return c, fmt.Errorf("sandbox config: disk %d bytes: want at least 1 MiB", c.Disk)
 	case c.CPUs < 0.01:
@@ -148,25 +155,19 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.RunID == "" {
 		c.RunID = RandomID()
 	}
-	if c.Owner == (Owner{}) {
-		c.Owner = Self()
-	}
 	return c, nil
 }
 
-// ParseUser splits a numeric "uid:gid".
-func ParseUser(s string) (uid, gid int, err error) {
-	u, g, ok := strings.Cut(s, ":")
-	if ok {
-		uid, err = strconv.Atoi(u)
-		if err == nil {
-			gid, err = strconv.Atoi(g)
+// validRuntime accepts the names OCI runtimes go by: letters, digits,
+// '.', '_' and '-', not starting with a punctuation mark.
+func validRuntime(s string) bool {
+	for i, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-')
+		if !ok || i >= 64 {
+			return false
 		}
 	}
-	if !ok || err != nil || uid < 0 || gid < 0 {
-		return 0, 0, fmt.Errorf("sandbox config: user %q: want numeric uid:gid such as 1000:1000", s)
-	}
-	return uid, gid, nil
+	return true
 }
 
 // CommandEnv is the environment of every command: the non-interactive

@@ -26,7 +26,7 @@ type spec struct {
 	MaxPrompt          *int64
 	Branch, Check      *string
 	Image, Model       *string
-	Provider           *string
+	Provider, Runtime  *string
 	CheckRetries       *int
 	MaxSteps           *int
 	CheckTimeout       *time.Duration
@@ -130,6 +130,15 @@ var taskFields = []field{
 				return
 			}
 			s.Image = &img
+		}
+	}},
+	{"runtime", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if rt, ok := r.str(v, a); ok {
+			if rt == "" || strings.ContainsAny(rt, " \t\r\n") {
+				r.addField(v, a, "want a runtime name such as runc or runsc, got %q", rt)
+				return
+			}
+			s.Runtime = &rt
 		}
 	}},
 	{"model", false, func(r *reader, v *yaml.Node, a at, s *spec) {

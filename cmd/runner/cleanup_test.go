@@ -30,11 +30,11 @@ func deadOwner(t *testing.T) sandbox.Owner {
 // by owner, and removes it at the end of the test if it still exists.
 func startTestSandbox(t *testing.T, task string, owner sandbox.Owner) *docker.Sandbox {
 	t.Helper()
-	e := dockertest.Engine(t)
+	e := dockertest.Engine(t).OwnedBy(owner)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := e.Start(ctx, sandbox.Config{
-		Image: dockertest.Busybox(t), RunID: dockertest.RunID + "-" + task, TaskID: task, Owner: owner,
+	sb, err := e.StartContainer(ctx, sandbox.Config{
+		Image: dockertest.Busybox(t), RunID: dockertest.RunID + "-" + task, TaskID: task,
 	})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -105,38 +105,5 @@ func TestCleanup(t *testing.T) {
 	}
 	if _, running := containerRunning(t, live.ID()); !running {
 		t.Errorf("cleanup stopped or removed the live sandbox %s", live.Name())
-	}
-}
-
-// wouldRemove sorts containers by the rules of Engine.Cleanup.
-func TestWouldRemove(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	later, earlier := now.Add(time.Hour), now.Add(-time.Second)
-	self := sandbox.Self()
-	dead := deadOwner(t)
-	tests := []struct {
-		name string
-		l    sandbox.Leftover
-		want string // Why; "" for kept
-	}{
-		{"live owner", sandbox.Leftover{Owner: self, Deadline: later, State: "running"}, ""},
-		{"dead owner", sandbox.Leftover{Owner: dead, Deadline: later, State: "running"}, "owner dead"},
-		{"deadline passed, live owner", sandbox.Leftover{Owner: self, Deadline: earlier, State: "exited"}, "deadline passed"},
-		{"other host before its deadline", sandbox.Leftover{Owner: sandbox.Owner{Host: "elsewhere", PID: 1}, Deadline: later, State: "running"}, ""},
-		{"other host after its deadline", sandbox.Leftover{Owner: sandbox.Owner{Host: "elsewhere", PID: 1}, Deadline: earlier, State: "running"}, "deadline passed"},
-		{"damaged labels, stopped", sandbox.Leftover{State: "exited"}, "labels damaged"},
-		{"damaged labels, running", sandbox.Leftover{State: "running"}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.l.ID = "c1"
-			rep := wouldRemove([]sandbox.Leftover{tt.l}, now)
-			switch {
-			case tt.want == "" && (len(rep.Kept) != 1 || len(rep.Removed) != 0):
-				t.Errorf("got removed %+v, want kept", rep.Removed)
-			case tt.want != "" && (len(rep.Removed) != 1 || rep.Removed[0].Why != tt.want):
-				t.Errorf("got removed %+v kept %+v, want removed for %q", rep.Removed, rep.Kept, tt.want)
-			}
-		})
 	}
 }

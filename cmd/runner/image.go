@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -9,7 +10,6 @@ import (
 	runner "github.com/runner-dev/runner"
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/sandbox"
-	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // newImageCmd groups the commands about the sandbox image.
@@ -28,7 +28,7 @@ func newImageCmd(d *deps) *cobra.Command {
 
 type imageBuildOptions struct {
 	printer *cli.Printer
-	engine  func(context.Context) (*docker.Engine, error)
+	engine  func(context.Context) (sandbox.Backend, error)
 	base    string
 	tag     string
 	quiet   bool
@@ -78,7 +78,7 @@ func runImageBuild(ctx context.Context, opts *imageBuildOptions) error {
 	defer e.Close()
 	stream := opts.printer.Stream() // the build's output, escaped line by line
 	defer stream.Flush()
-	bo := docker.BuildOptions{Dockerfile: runner.SandboxDockerfile, Tag: opts.tag, Progress: stream}
+	bo := sandbox.BuildOptions{Dockerfile: runner.SandboxDockerfile, Tag: opts.tag, Progress: stream}
 	if opts.base != "" {
 		bo.Args = map[string]string{"BASE_IMAGE": opts.base}
 	}
@@ -87,7 +87,7 @@ func runImageBuild(ctx context.Context, opts *imageBuildOptions) error {
 		kept.max = buildTailSize
 		bo.Progress = &kept
 	}
-	if err := e.BuildImage(ctx, bo); err != nil {
+	if err := e.Build(ctx, bo); err != nil {
 		if opts.quiet && len(kept.buf) > 0 {
 			io.WriteString(stream, kept.String())
 		}
@@ -126,7 +126,7 @@ func (t *tailBuffer) String() string {
 type imageCheckOptions struct {
 	printer *cli.Printer
 	json    bool
-	engine  func(context.Context) (*docker.Engine, error)
+	engine  func(context.Context) (sandbox.Backend, error)
 	image   string
 }
 
@@ -157,8 +157,9 @@ func runImageCheck(ctx context.Context, opts *imageCheckOptions) error {
 		return err
 	}
 	defer e.Close()
-	ok, err := e.ImageExists(ctx, opts.image)
-	if err != nil {
+	err = e.CheckImage(ctx, opts.image)
+	ok := err == nil
+	if err != nil && !errors.Is(err, sandbox.ErrImageNotFound) {
 		return err
 	}
 	if opts.json {
@@ -171,8 +172,5 @@ func runImageCheck(ctx context.Context, opts *imageCheckOptions) error {
 	} else if ok {
 		opts.printer.Success("image %s is present", opts.image)
 	}
-	if !ok {
-		return &sandbox.ImageError{Image: opts.image}
-	}
-	return nil
+	return err
 }

@@ -29,6 +29,7 @@ type Defaults struct {
 	Model        string
 	Provider     string
 	Image        string
+	Runtime      string
 	BudgetUSD    float64
 	MaxSteps     int
 	Timeout      time.Duration
@@ -352,6 +353,9 @@ func withDefaults(t tasks.Task, d Defaults) tasks.Task {
 	}
 	if t.Image == "" {
 		t.Image = sandbox.DefaultImage
+	}
+	if t.Runtime == "" {
+		t.Runtime = d.Runtime
 	}
 	if t.BudgetUSD == 0 {
 		t.BudgetUSD = d.BudgetUSD

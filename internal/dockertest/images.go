@@ -16,6 +16,7 @@ import (
 	"time"
 
 	runner "github.com/runner-dev/runner"
+	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/sandbox/docker"
 )
 
@@ -203,7 +204,7 @@ func SandboxImage(t testing.TB) string {
 	tag := "runner-test-sandbox:" + hex.EncodeToString(sum[:6])
 	ensure(t, e, tag, func(ctx context.Context) error {
 		var out bytes.Buffer
-		err := e.BuildImage(ctx, docker.BuildOptions{
+		err := e.Build(ctx, sandbox.BuildOptions{
 			Dockerfile: runner.SandboxDockerfile, Tag: tag, Args: map[string]string{"BASE_IMAGE": base}, Progress: &out,
 		})
 		if err != nil {

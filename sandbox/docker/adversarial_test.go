@@ -207,7 +207,7 @@ func TestWorkspaceOverDiskLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := dockertest.Engine(t)
-	sb, err := e.Start(context.Background(), sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, Disk: 2 << 20, RunID: dockertest.RunID, TaskID: "over-disk"})
+	sb, err := e.StartContainer(context.Background(), sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, Disk: 2 << 20, RunID: dockertest.RunID, TaskID: "over-disk"})
 	if err == nil {
 		sb.Close(context.Background())
 		t.Fatal("Start succeeded with a 3 MiB workspace and a 2 MiB disk limit")

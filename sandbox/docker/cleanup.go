@@ -7,35 +7,22 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/runner-dev/runner/sandbox"
 )
 
-// Cleanup removes the sandbox containers whose owner process is dead or
-// whose deadline has passed. It never touches the containers of a live run
-// (on another host, a run counts as live until its deadline).
-func (e *Engine) Cleanup(ctx context.Context) (sandbox.CleanupReport, error) {
-	return e.removeWhere(ctx, nil, func(l sandbox.Leftover, labelsOK bool) string {
-		switch {
-		case !labelsOK && l.State != string(container.StateRunning):
-			return "labels damaged"
-		case !labelsOK:
-			return ""
-		case time.Now().After(l.Deadline):
-			return "deadline passed"
-		case !l.Owner.Alive():
-			return "owner dead"
-		}
-		return ""
-	})
+// Cleanup removes the sandbox containers of runs that are over, by the
+// rules of sandbox.Leftover.Reason; see sandbox.Backend.
+func (e *Engine) Cleanup(ctx context.Context, dryRun bool) (sandbox.CleanupReport, error) {
+	now := time.Now()
+	return e.removeWhere(ctx, nil, dryRun, func(l sandbox.Leftover) string { return l.Reason(now) })
 }
 
 // RemoveRun removes every sandbox container of run runID, whatever its
 // state: the runner's own last line of defence on shutdown.
 func (e *Engine) RemoveRun(ctx context.Context, runID string) (sandbox.CleanupReport, error) {
-	return e.removeWhere(ctx, []string{LabelRun + "=" + runID}, func(sandbox.Leftover, bool) string {
+	return e.removeWhere(ctx, []string{LabelRun + "=" + runID}, false, func(sandbox.Leftover) string {
 		return "run " + runID + " ended"
 	})
 }
@@ -43,7 +30,7 @@ func (e *Engine) RemoveRun(ctx context.Context, runID string) (sandbox.CleanupRe
 // List returns runner's sandbox containers (of every run).
 func (e *Engine) List(ctx context.Context) ([]sandbox.Leftover, error) {
 	var out []sandbox.Leftover
-	_, err := e.removeWhere(ctx, nil, func(l sandbox.Leftover, _ bool) string {
+	_, err := e.removeWhere(ctx, nil, true, func(l sandbox.Leftover) string {
 		out = append(out, l)
 		return ""
 	})
@@ -52,7 +39,9 @@ func (e *Engine) List(ctx context.Context) ([]sandbox.Leftover, error) {
 
 // removeWhere removes runner's containers (narrowed by extra label
 // filters) for which why returns a reason, and reports the others as kept.
-func (e *Engine) removeWhere(ctx context.Context, labels []string, why func(sandbox.Leftover, bool) string) (sandbox.CleanupReport, error) {
+// A container whose labels cannot be read has a zero Deadline. With dryRun
+// nothing is removed.
+func (e *Engine) removeWhere(ctx context.Context, labels []string, dryRun bool, why func(sandbox.Leftover) string) (sandbox.CleanupReport, error) {
 	f := make(client.Filters).Add("label", append([]string{LabelTool + "=" + toolName}, labels...)...)
 	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -69,9 +58,16 @@ func (e *Engine) removeWhere(ctx context.Context, labels []string, why func(sand
 		if len(c.Names) > 0 {
 			l.Name = strings.TrimPrefix(c.Names[0], "/")
 		}
-		l.Why = why(l, ok)
+		if !ok {
+			l.Deadline = time.Time{}
+		}
+		l.Why = why(l)
 		if l.Why == "" {
 			rep.Kept = append(rep.Kept, l)
+			continue
+		}
+		if dryRun {
+			rep.Removed = append(rep.Removed, l)
 			continue
 		}
 		_, err := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})

@@ -35,7 +35,7 @@ func TestCleanupRemovesOnlyDeadRuns(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for task, owner := range owners {
-		ids[task] = start(t, sandbox.Config{TaskID: task, Owner: owner}).ID()
+		ids[task] = startOn(t, dockertest.Engine(t).OwnedBy(owner), sandbox.Config{TaskID: task}).ID()
 	}
 	expired := start(t, sandbox.Config{TaskID: "expired", Lifetime: time.Second})
 	ids["expired"] = expired.ID()
@@ -54,7 +54,7 @@ func TestCleanupRemovesOnlyDeadRuns(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, func() bool { return time.Now().After(deadline) })
 
-	rep, err := dockertest.Engine(t).Cleanup(context.Background())
+	rep, err := dockertest.Engine(t).Cleanup(context.Background(), false)
 	if err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
@@ -121,7 +121,8 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		{sandbox.Config{}, "image is required"},
 		{sandbox.Config{Image: "x", Network: "host"}, `network "host": want none or bridge`},
-		{sandbox.Config{Image: "x", User: "root"}, `user "root": want numeric uid:gid`},
+		{sandbox.Config{Image: "x", Runtime: "--debug"}, `runtime "--debug": want a name`},
+		{sandbox.Config{Image: "x", Disk: -2}, "disk -2 bytes: want a positive size or NoDiskLimit"},
 		{sandbox.Config{Image: "x", Memory: 1024}, "want at least 6 MiB"},
 		{sandbox.Config{Image: "x", Pids: 2}, "pids 2"},
 		{sandbox.Config{Image: "x", Env: []string{"NOEQUALS"}}, `env entry "NOEQUALS"`},

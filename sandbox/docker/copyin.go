@@ -35,7 +35,7 @@ func (d *Sandbox) copyIn(ctx context.Context, dir string) error {
 		var err error
 		defer func() { pw.CloseWithError(err) }()
 		defer panics.Catch(ctx, &err)
-		err = writeWorkspaceTar(pw, dir, d.uid, d.gid, layout)
+		err = writeWorkspaceTar(pw, dir, sandbox.UID, sandbox.GID, layout)
 	}()
 	defer pr.Close()
 	_, err := d.e.cli.CopyToContainer(ctx, d.id, client.CopyToContainerOptions{

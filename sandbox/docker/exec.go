@@ -46,7 +46,7 @@ func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 	mark := "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
 	start := time.Now()
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
-		User: d.cfg.User,
+		User: user,
 		// Stdin is the watchdog's: closing it ends the command (exec.sh).
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -174,7 +174,7 @@ func (d *Sandbox) kill(ctx context.Context, mark string) {
 	defer cancel()
 	// Attached, so that reading to the end waits for the kill to finish.
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
-		User:         d.cfg.User,
+		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,
 		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "kill", mark},

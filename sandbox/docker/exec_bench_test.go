@@ -33,7 +33,7 @@ func BenchmarkExec(b *testing.B) {
 			run  func(b *testing.B)
 		}{{"docker-cli", func(b *testing.B) {
 			for b.Loop() {
-				out, err := exec.Command("docker", "exec", "-u", sandbox.DefaultUser, "-w", sandbox.Workdir,
+				out, err := exec.Command("docker", "exec", "-u", "1000:1000", "-w", sandbox.Workdir,
 					sb.ID(), "sh", "-c", "true").CombinedOutput()
 				if err != nil {
 					b.Fatalf("docker exec: %v\n%s", err, out)

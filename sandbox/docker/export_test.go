@@ -15,7 +15,7 @@ import (
 // floor against which the benchmarks measure Exec.
 func (d *Sandbox) BareExec(ctx context.Context, cmd ...string) (exitCode int, err error) {
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
-		User: d.cfg.User, AttachStdout: true, AttachStderr: true, Cmd: cmd,
+		User: user, AttachStdout: true, AttachStderr: true, Cmd: cmd,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("exec create: %w", err)

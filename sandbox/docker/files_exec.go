@@ -51,7 +51,7 @@ func (d *Sandbox) runFile(ctx context.Context, op fileOp) (fileResult, error) {
 	mark := "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
 	cmd := append([]string{"sh", "-c", filesScript, "runner-files", op.name, sandbox.Workdir}, op.args...)
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
-		User:         d.cfg.User,
+		User:         user,
 		AttachStdin:  op.stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,

@@ -150,7 +150,7 @@ func refusal(err error) bool {
 func TestFilesRaceSymlinkSwap(t *testing.T) {
 	swapper := swapperBinary(t)
 	const rounds = 50
-	home := outsideFile{"/home/sandbox/out", "f", sandbox.DefaultUser}
+	home := outsideFile{"/home/sandbox/out", "f", "1000:1000"}
 	for _, tc := range []struct {
 		name    string
 		image   func(testing.TB) string

@@ -28,19 +28,22 @@ func (e *Engine) ImageExists(ctx context.Context, ref string) (bool, error) {
 	return false, e.explain("inspect image", "", err)
 }
 
-// BuildOptions describe an image build from a Dockerfile alone (no other
-// files in the build context).
-type BuildOptions struct {
-	Dockerfile []byte
-	Tag        string            // default sandbox.DefaultImage
-	Args       map[string]string // build arguments, e.g. BASE_IMAGE
-	// Progress receives the build's output; nil discards it.
-	Progress io.Writer
+// CheckImage tells whether the engine has the image ref; see
+// sandbox.Backend.
+func (e *Engine) CheckImage(ctx context.Context, ref string) error {
+	ok, err := e.ImageExists(ctx, ref)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return &sandbox.ImageError{Image: ref}
+	}
+	return nil
 }
 
-// BuildImage builds an image with the engine. It needs no registry when
-// the base image is already present.
-func (e *Engine) BuildImage(ctx context.Context, opt BuildOptions) error {
+// Build builds an image with the engine. It needs no registry when the
+// base image is already present.
+func (e *Engine) Build(ctx context.Context, opt sandbox.BuildOptions) error {
 	if opt.Tag == "" {
 		opt.Tag = sandbox.DefaultImage
 	}

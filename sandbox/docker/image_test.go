@@ -9,7 +9,6 @@ import (
 	runner "github.com/runner-dev/runner"
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
-	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // The embedded Dockerfile.sandbox builds on an offline machine from a local
@@ -21,13 +20,13 @@ func TestBuildSandboxImageFromEmbeddedDockerfile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	err := e.BuildImage(ctx, docker.BuildOptions{
+	err := e.Build(ctx, sandbox.BuildOptions{
 		Dockerfile: runner.SandboxDockerfile, Tag: tag,
 		Args:     map[string]string{"BASE_IMAGE": base},
 		Progress: &progress,
 	})
 	if err != nil {
-		t.Fatalf("BuildImage: %v\n%s", err, progress.String())
+		t.Fatalf("Build: %v\n%s", err, progress.String())
 	}
 	if strings.Contains(progress.String(), "apt-get update") && strings.Contains(progress.String(), "Get:") {
 		t.Errorf("the build went to the network although the base had every package:\n%s", progress.String())
@@ -45,12 +44,12 @@ func TestBuildSandboxImageFromEmbeddedDockerfile(t *testing.T) {
 	}
 }
 
-func TestBuildImageReportsFailure(t *testing.T) {
+func TestBuildReportsFailure(t *testing.T) {
 	e := dockertest.Engine(t)
-	err := e.BuildImage(context.Background(), docker.BuildOptions{
+	err := e.Build(context.Background(), sandbox.BuildOptions{
 		Dockerfile: []byte("FROM " + dockertest.Busybox(t) + "\nRUN exit 7\n"), Tag: "runner-test-broken:latest",
 	})
 	if err == nil || !strings.Contains(err.Error(), "non-zero code: 7") {
-		t.Errorf("BuildImage of a failing Dockerfile: %v, want the step's exit code", err)
+		t.Errorf("Build of a failing Dockerfile: %v, want the step's exit code", err)
 	}
 }

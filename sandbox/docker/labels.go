@@ -20,14 +20,14 @@ const (
 	toolName       = "runner"
 )
 
-func labels(c sandbox.Config, deadline time.Time) map[string]string {
+func labels(c sandbox.Config, owner sandbox.Owner, deadline time.Time) map[string]string {
 	return map[string]string{
 		LabelTool:      toolName,
 		LabelRun:       c.RunID,
 		LabelTask:      c.TaskID,
-		LabelOwnerHost: c.Owner.Host,
-		LabelOwnerPID:  strconv.Itoa(c.Owner.PID),
-		LabelOwnerAt:   c.Owner.Start,
+		LabelOwnerHost: owner.Host,
+		LabelOwnerPID:  strconv.Itoa(owner.PID),
+		LabelOwnerAt:   owner.Start,
 		LabelDeadline:  deadline.UTC().Format(time.RFC3339),
 	}
 }

@@ -29,7 +29,7 @@ func runHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	sb, err := e.Start(ctx, sandbox.Config{
+	sb, err := e.StartContainer(ctx, sandbox.Config{
 		Image: os.Getenv("SANDBOX_TEST_IMAGE"), RunID: os.Getenv("SANDBOX_TEST_RUN"), TaskID: mode,
 	})
 	if err != nil {
@@ -153,7 +153,7 @@ func TestCloseIsIdempotentAndRemoves(t *testing.T) {
 func TestStartFailureLeavesNothing(t *testing.T) {
 	e := dockertest.Engine(t)
 	run := dockertest.RunID + "-startfail"
-	_, err := e.Start(context.Background(), sandbox.Config{
+	_, err := e.StartContainer(context.Background(), sandbox.Config{
 		Image: dockertest.Busybox(t), RunID: run, Workspace: "/nonexistent/workspace",
 	})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/workspace") {

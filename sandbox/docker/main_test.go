@@ -24,7 +24,12 @@ func TestMain(m *testing.M) {
 // the test.
 func start(t testing.TB, cfg sandbox.Config) *docker.Sandbox {
 	t.Helper()
-	e := dockertest.Engine(t)
+	return startOn(t, dockertest.Engine(t), cfg)
+}
+
+// startOn is start on engine e.
+func startOn(t testing.TB, e *docker.Engine, cfg sandbox.Config) *docker.Sandbox {
+	t.Helper()
 	if cfg.Image == "" {
 		cfg.Image = dockertest.Busybox(t)
 	}
@@ -36,7 +41,7 @@ func start(t testing.TB, cfg sandbox.Config) *docker.Sandbox {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := e.Start(ctx, cfg)
+	sb, err := e.StartContainer(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

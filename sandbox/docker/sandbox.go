@@ -22,7 +22,6 @@ type Sandbox struct {
 	id       string
 	name     string
 	cfg      sandbox.Config
-	uid, gid int
 	deadline time.Time
 
 	mu        sync.Mutex
@@ -34,15 +33,23 @@ type Sandbox struct {
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
-// Start creates a hardened container from cfg, copies cfg.Workspace into
-// Workdir and starts it. If anything fails after the container was created,
-// the container is removed before Start returns.
-func (e *Engine) Start(ctx context.Context, cfg sandbox.Config) (*Sandbox, error) {
+// Start is StartContainer for callers that know only sandbox.Backend.
+func (e *Engine) Start(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
+	d, err := e.StartContainer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// StartContainer creates a hardened container from cfg, copies
+// cfg.Workspace into Workdir and starts it. If anything fails after the
+// container was created, the container is removed before it returns.
+func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandbox, error) {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, _ := sandbox.ParseUser(cfg.User)
 	deadline := time.Now().Add(cfg.Lifetime)
 	name := "runner-" + cfg.RunID + "-" + sandbox.RandomID()
 	if cfg.TaskID != "" {
@@ -50,12 +57,12 @@ func (e *Engine) Start(ctx context.Context, cfg sandbox.Config) (*Sandbox, error
 	}
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
-		Config:     containerConfig(cfg, deadline),
+		Config:     containerConfig(cfg, e.owner, deadline),
 		HostConfig: hostConfig(cfg),
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
-	d := &Sandbox{e: e, id: created.ID, name: name, cfg: cfg, uid: uid, gid: gid, deadline: deadline}
+	d := &Sandbox{e: e, id: created.ID, name: name, cfg: cfg, deadline: deadline}
 	if err != nil {
 		if created.ID != "" {
 			d.Close(ctx)
@@ -96,7 +103,10 @@ func (d *Sandbox) Name() string { return d.name }
 // Deadline is when the sandbox expires by itself.
 func (d *Sandbox) Deadline() time.Time { return d.deadline }
 
-func containerConfig(cfg sandbox.Config, deadline time.Time) *container.Config {
+// user is the sandbox user as the engine takes it.
+var user = fmt.Sprintf("%d:%d", sandbox.UID, sandbox.GID)
+
+func containerConfig(cfg sandbox.Config, owner sandbox.Owner, deadline time.Time) *container.Config {
 	secs := int64(math.Ceil(cfg.Lifetime.Seconds()))
 	return &container.Config{
 		Image: cfg.Image,
@@ -105,10 +115,10 @@ func containerConfig(cfg sandbox.Config, deadline time.Time) *container.Config {
 		// the runner is killed.
 		Entrypoint: []string{"sleep"},
 		Cmd:        []string{strconv.FormatInt(secs, 10)},
-		User:       cfg.User,
+		User:       user,
 		Env:        cfg.CommandEnv(),
 		WorkingDir: sandbox.Workdir,
-		Labels:     labels(cfg, deadline),
+		Labels:     labels(cfg, owner, deadline),
 		StopSignal: "SIGKILL",
 	}
 }
@@ -118,6 +128,7 @@ func hostConfig(cfg sandbox.Config) *container.HostConfig {
 	pids := cfg.Pids
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(cfg.Network),
+		Runtime:     cfg.Runtime,
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges:true"},
 		Init:        &init,
@@ -147,7 +158,7 @@ func hostConfig(cfg sandbox.Config) *container.HostConfig {
 // volume, not a plain tmpfs mount, because the Engine's archive API (the
 // copy in and out) reaches into volumes but not into tmpfs mounts.
 func limitDisk(hc *container.HostConfig, cfg sandbox.Config) {
-	uid, gid, _ := sandbox.ParseUser(cfg.User)
+	uid, gid := sandbox.UID, sandbox.GID
 	hc.ReadonlyRootfs = true
 	scratch := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", cfg.Disk)
 	hc.Tmpfs = map[string]string{
