@@ -78,50 +78,6 @@ func TestPrivilegeEscalationFails(t *testing.T) {
 	}
 }
 
-// Nothing of the host's environment reaches the sandbox: not its variables,
-// not PID 1's environment.
-func TestNoHostSecretsInSandbox(t *testing.T) {
-	const canary = "sk-host-canary-9f8e7d6c5b4a"
-	t.Setenv("OPENAI_API_KEY", canary)
-	t.Setenv("RUNNER_GIT_TOKEN", canary)
-	sb := start(t, sandbox.Config{})
-	got := output(t, sb, "env; tr '\\0' '\\n' </proc/1/environ; tr '\\0' '\\n' </proc/self/environ; grep -rl "+canary+" /etc /home /workspace /tmp 2>/dev/null || true")
-	if strings.Contains(got, canary) {
-		t.Errorf("the host's secret is visible in the sandbox:\n%s", got)
-	}
-	if !strings.Contains(got, "GIT_TERMINAL_PROMPT=0") {
-		t.Errorf("the probe did not run: %q", got)
-	}
-}
-
-// With the default network (none), every kind of probe fails at once:
-// there is no interface but loopback, so nothing leaves the container.
-func TestNetworkProbesFail(t *testing.T) {
-	sb := start(t, sandbox.Config{})
-	if got := output(t, sb, "cat /proc/net/route | wc -l; ls /sys/class/net"); got != "1\nlo" {
-		t.Fatalf("routes and interfaces = %q; want no route and only lo", got)
-	}
-	probes := map[string]string{
-		"dns":           "nslookup example.com",
-		"tcp":           "nc -w 2 1.1.1.1 443 </dev/null",
-		"http":          "wget -q -T 2 -O - http://example.com/",
-		"metadata":      "wget -q -T 2 -O - http://169.254.169.254/latest/meta-data/",
-		"docker bridge": "nc -w 2 172.17.0.1 2375 </dev/null",
-	}
-	for name, cmd := range probes {
-		t.Run(name, func(t *testing.T) {
-			begin := time.Now()
-			res := run(t, sb, cmd, sandbox.ExecOptions{Timeout: 20 * time.Second})
-			if res.ExitCode == 0 {
-				t.Errorf("%s succeeded: %q", cmd, res.Output)
-			}
-			if took := time.Since(begin); took > 10*time.Second {
-				t.Errorf("%s took %s to fail", cmd, took)
-			}
-		})
-	}
-}
-
 // Interactive programs find no terminal and no input, and return promptly.
 func TestInteractiveTrapsReturn(t *testing.T) {
 	sb := start(t, sandbox.Config{Image: dockertest.SandboxImage(t)})
@@ -145,19 +101,6 @@ func TestInteractiveTrapsReturn(t *testing.T) {
 				t.Errorf("%q took %s (timed out %v): it waited for input\n%s", cmd, took, res.TimedOut, res.Output)
 			}
 		})
-	}
-}
-
-// A memory hog is killed by the kernel, and the result says so; the
-// sandbox goes on.
-func TestMemoryHogIsKilled(t *testing.T) {
-	sb := start(t, sandbox.Config{Memory: 64 << 20})
-	res := run(t, sb, `x=$(head -c 300000000 /dev/zero | tr '\0' a); echo survived ${#x}`, sandbox.ExecOptions{Timeout: time.Minute})
-	if !res.OOMKilled || strings.Contains(res.Stdout, "survived 300000000") {
-		t.Errorf("OOMKilled = %v, exit %d, stdout %q; want the hog killed for memory", res.OOMKilled, res.ExitCode, res.Stdout)
-	}
-	if res := run(t, sb, "echo alive", sandbox.ExecOptions{}); res.Stdout != "alive\n" || res.OOMKilled {
-		t.Errorf("after the hog: %+v", res)
 	}
 }
 
