@@ -41,7 +41,11 @@ func (b *Backend) Start(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	checked, err := cfg.WithDefaults()
+	checked := cfg
+	if checked.Image == "" {
+		checked.Image = "none" // an in-memory sandbox runs no image
+	}
+	checked, err := checked.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
