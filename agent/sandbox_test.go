@@ -10,6 +10,7 @@ import (
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/internal/fakellm"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 func TestMain(m *testing.M) { os.Exit(dockertest.Main(m)) }
@@ -65,11 +66,11 @@ func TestToolsOnTheRealSandbox(t *testing.T) {
 // realSandbox starts a sandbox of the busybox test image with dir as its
 // workspace, closed at the end of the test, and returns it with a context
 // that bounds the test.
-func realSandbox(t *testing.T, dir string) (context.Context, *sandbox.Docker) {
+func realSandbox(t *testing.T, dir string) (context.Context, *docker.Sandbox) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	sb, err := dockertest.Engine(t).Start(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
+	sb, err := dockertest.Engine(t).StartContainer(ctx, sandbox.Config{Image: dockertest.Busybox(t), Workspace: dir, RunID: dockertest.RunID, TaskID: t.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}

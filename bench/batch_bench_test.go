@@ -17,6 +17,7 @@ import (
 	"github.com/runner-dev/runner/internal/batch"
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -154,7 +155,7 @@ func checkBranches(b *testing.B, repo string, n int) {
 }
 
 // leftSandboxes counts the containers of run runID still on the engine.
-func leftSandboxes(b *testing.B, e *sandbox.Engine, runID string) int {
+func leftSandboxes(b *testing.B, e *docker.Engine, runID string) int {
 	list, err := e.List(context.Background())
 	if err != nil {
 		b.Fatal(err)

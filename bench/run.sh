@@ -99,7 +99,7 @@ fi
 [ $# -gt 0 ] || set -- exec clone ready copyout commit batch tokens budget
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go test -c -o "$bin/sandbox.test" ./sandbox
+go test -c -o "$bin/sandbox.test" ./sandbox/docker
 go test -c -o "$bin/bench.test" ./bench
 go test -c -o "$bin/agent.test" ./agent
 
@@ -109,7 +109,7 @@ large='(10000|50000)$'
 run_group() {
 	local t=(-test.run '^$' -test.count 1)
 	case $1 in
-	exec) (cd sandbox && "$bin/sandbox.test" "${t[@]}" -test.bench '^BenchmarkExec$' -test.benchtime 20x) ;;
+	exec) (cd sandbox/docker && "$bin/sandbox.test" "${t[@]}" -test.bench '^BenchmarkExec$' -test.benchtime 20x) ;;
 	clone) (cd bench && "$bin/bench.test" "${t[@]}" -test.bench '^BenchmarkClone$' -test.benchtime 3x) ;;
 	ready | copyout | commit)
 		local name

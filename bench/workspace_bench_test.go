@@ -18,6 +18,7 @@ import (
 	"github.com/runner-dev/runner/gitops"
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // workspaceSizes are the repository sizes of the workspace benchmarks: a
@@ -87,7 +88,7 @@ func BenchmarkSandboxReady(b *testing.B) {
 				dir := dir(b)
 				ctx := context.Background()
 				for b.Loop() {
-					sb, err := e.Start(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-ready"})
+					sb, err := e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-ready"})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -118,11 +119,11 @@ func BenchmarkCopyOut(b *testing.B) {
 	ctx := context.Background()
 	for _, files := range workspaceSizes {
 		var once sync.Once
-		var sb *sandbox.Docker
-		running := func(b *testing.B) *sandbox.Docker {
+		var sb *docker.Sandbox
+		running := func(b *testing.B) *docker.Sandbox {
 			once.Do(func() {
 				var err error
-				sb, err = e.Start(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
+				sb, err = e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -170,10 +171,10 @@ func BenchmarkCopyOut(b *testing.B) {
 				for b.Loop() {
 					// A sandbox of its own each time: Snapshot pauses it,
 					// and the timing must include that.
-					var s *sandbox.Docker
+					var s *docker.Sandbox
 					untimed(b, func() {
 						var err error
-						s, err = e.Start(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
+						s, err = e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: ws.get(b, files), RunID: dockertest.RunID, TaskID: "bench-copyout"})
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -300,10 +301,10 @@ func BenchmarkCommit(b *testing.B) {
 // snapshotAfterWork copies dir into a sandbox, runs agentWork there and
 // writes the sandbox's snapshot to the file path. It returns the commit the
 // workspace was cloned at.
-func snapshotAfterWork(b *testing.B, e *sandbox.Engine, image, dir, path string) plumbing.Hash {
+func snapshotAfterWork(b *testing.B, e *docker.Engine, image, dir, path string) plumbing.Hash {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sb, err := e.Start(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-commit"})
+	sb, err := e.StartContainer(ctx, sandbox.Config{Image: image, Workspace: dir, RunID: dockertest.RunID, TaskID: "bench-commit"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,18 +1,8 @@
 package sandbox
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"strings"
-	"time"
+import "time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
-)
-
-// Leftover is a sandbox container found by Cleanup.
+// Leftover is a sandbox found by Backend.Cleanup.
 type Leftover struct {
 	ID, Name, Run, Task string
 	Owner               Owner
@@ -26,25 +16,21 @@ type Leftover struct {
 // CleanupReport lists what Cleanup removed and what it left alone.
 type CleanupReport struct {
 	Removed []Leftover
-	Kept    []Leftover // containers of live runs
+	Kept    []Leftover // sandboxes of live runs
 }
 
-// Cleanup removes the sandbox containers whose owner process is dead or
-// whose deadline has passed. It never touches the containers of a live run
-// (on another host, a run counts as live until its deadline).
-func (e *Engine) Cleanup(ctx context.Context) (CleanupReport, error) {
-	rep, err := e.removeWhere(ctx, nil, deadRun)
-	return rep, errors.Join(err, e.removeEgressNetworks(ctx, nil, deadRun))
-}
-
-// deadRun says why a leftover of a run is to be removed, or "" to keep it.
-func deadRun(l Leftover, labelsOK bool) string {
+// Reason says why l, found at time now, belongs to a run that is over and
+// is to be removed ("deadline passed", "owner dead", "labels damaged"), or
+// "" when it may belong to a live run. A zero Deadline means that the
+// sandbox's labels could not be read: such a sandbox is removed only once
+// it has stopped.
+func (l Leftover) Reason(now time.Time) string {
 	switch {
-	case !labelsOK && l.State != string(container.StateRunning):
+	case l.Deadline.IsZero() && l.State != StateRunning:
 		return "labels damaged"
-	case !labelsOK:
+	case l.Deadline.IsZero():
 		return ""
-	case time.Now().After(l.Deadline):
+	case now.After(l.Deadline):
 		return "deadline passed"
 	case !l.Owner.Alive():
 		return "owner dead"
@@ -52,57 +38,5 @@ func deadRun(l Leftover, labelsOK bool) string {
 	return ""
 }
 
-// RemoveRun removes every sandbox container of run runID, whatever its
-// state: the runner's own last line of defence on shutdown.
-func (e *Engine) RemoveRun(ctx context.Context, runID string) (CleanupReport, error) {
-	why := func(Leftover, bool) string { return "run " + runID + " ended" }
-	rep, err := e.removeWhere(ctx, []string{LabelRun + "=" + runID}, why)
-	return rep, errors.Join(err, e.removeEgressNetworks(ctx, []string{LabelRun + "=" + runID}, why))
-}
-
-// List returns runner's sandbox containers (of every run).
-func (e *Engine) List(ctx context.Context) ([]Leftover, error) {
-	var out []Leftover
-	_, err := e.removeWhere(ctx, nil, func(l Leftover, _ bool) string {
-		out = append(out, l)
-		return ""
-	})
-	return out, err
-}
-
-// removeWhere removes runner's containers (narrowed by extra label
-// filters) for which why returns a reason, and reports the others as kept.
-func (e *Engine) removeWhere(ctx context.Context, labels []string, why func(Leftover, bool) string) (CleanupReport, error) {
-	f := make(client.Filters).Add("label", append([]string{LabelTool + "=" + toolName}, labels...)...)
-	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		return CleanupReport{}, e.explain("list sandboxes", "", err)
-	}
-	var rep CleanupReport
-	var errs []string
-	for _, c := range list.Items {
-		owner, deadline, ok := ownerFromLabels(c.Labels)
-		l := Leftover{
-			ID: c.ID, Run: c.Labels[LabelRun], Task: c.Labels[LabelTask],
-			Owner: owner, Deadline: deadline, State: string(c.State),
-		}
-		if len(c.Names) > 0 {
-			l.Name = strings.TrimPrefix(c.Names[0], "/")
-		}
-		l.Why = why(l, ok)
-		if l.Why == "" {
-			rep.Kept = append(rep.Kept, l)
-			continue
-		}
-		_, err := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Sprintf("%s: %v", l.Name, err))
-			continue
-		}
-		rep.Removed = append(rep.Removed, l)
-	}
-	if len(errs) > 0 {
-		return rep, fmt.Errorf("remove sandboxes: %s", strings.Join(errs, "; "))
-	}
-	return rep, nil
-}
+// StateRunning is Leftover.State of a sandbox whose processes run.
+const StateRunning = "running"

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +11,13 @@ import (
 // Config describes one sandbox. The zero value of every field but Image
 // means "use the safe default"; Defaults lists them.
 type Config struct {
-	// Image is the container image; it must provide sh, sleep and /proc.
+	// Image is the sandbox image; it must provide sh, sleep and /proc.
 	Image string
+	// Runtime names the isolation runtime, among those the backend offers
+	// (Info.Runtimes): for the Docker backend "runc", the engine's default,
+	// or "runsc", gVisor's user-space kernel. Empty is the backend's
+	// default; a runtime the backend does not have is refused at Start.
+	Runtime string
 	// Network is "none" (the default: loopback only) or "bridge".
 	Network string
 	// Egress, when not empty, is an allowlist of host names and ports (see
@@ -30,9 +34,6 @@ type Config struct {
 	// EgressUpstream is the network with a route out the proxy joins;
 	// empty means the engine's "bridge".
 	EgressUpstream string
-	// User is the numeric "uid:gid" that runs every command and owns the
-	// workspace. Default "1000:1000".
-	User string
 	// Memory limit in bytes; swap is set equal to it (no swap). Default 4 GiB.
 	// What the agent writes to the workspace, /tmp and its home counts
 	// against it too when Disk is on: they live in memory.
@@ -40,9 +41,10 @@ type Config struct {
 	// Disk caps the writable space. The root filesystem is read-only; the
 	// workspace, /tmp, /var/tmp and the home are memory-backed file systems
 	// of this size each, so a disk filler gets ENOSPC inside the sandbox and
-	// the host's disk is never written. Default 4 GiB. A negative value
-	// turns the limit off: the container's writable layer, on the host's
-	// disk, holds everything, with no size limit.
+	// the host's disk is never written. Default 4 GiB. NoDiskLimit turns
+	// the limit off: the backend's ordinary storage (for Docker, the
+	// container's writable layer on the host's disk) holds everything, with
+	// no size limit.
 	Disk int64
 	// CPUs is the CPU quota in cores. Default 1.
 	CPUs float64
@@ -59,32 +61,39 @@ type Config struct {
 	// Workspace is a host directory copied into Workdir at start; empty
 	// starts with an empty workspace.
 	Workspace string
-	// RunID and TaskID label the container so that it can be found and
+	// RunID and TaskID label the sandbox so that it can be found and
 	// cleaned up; RunID defaults to a random id.
 	RunID, TaskID string
-	// Owner is the process responsible for the container; zero means this
-	// process.
-	Owner Owner
 }
+
+// NoDiskLimit as Config.Disk turns the disk limit off.
+const NoDiskLimit = -1
+
+// UID and GID are the numeric user and group that run every command and
+// own the workspace and the files of a snapshot, in every backend.
+const (
+	UID = 1000
+	GID = 1000
+)
 
 // Defaults for Config fields left empty.
 const (
 	DefaultNetwork  = "none"
-	DefaultUser     = "1000:1000"
 	DefaultMemory   = 4 << 30
 	DefaultDisk     = 4 << 30
 	DefaultCPUs     = 1.0
 	DefaultPids     = 512
 	DefaultNoFile   = 4096
 	DefaultLifetime = 2 * time.Hour
-	homeDir         = "/home/sandbox"
+	// HomeDir is the sandbox user's home directory.
+	HomeDir = "/home/sandbox"
 )
 
 // nonInteractiveEnv is the base environment of the sandbox: it keeps tools
 // from waiting for a terminal that is not there, and Python from writing
 // bytecode caches into the workspace. A task's env comes after it and wins.
 var nonInteractiveEnv = []string{
-	"HOME=" + homeDir,
+	"HOME=" + HomeDir,
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"TERM=dumb",
 	"NO_COLOR=1",
@@ -112,9 +121,9 @@ var nonInteractiveEnv = []string{
 	"npm_config_yes=true",
 }
 
-// withDefaults returns c with every empty field set to its default, or an
-// error naming the first invalid field.
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults returns c with every empty field set to its default, or an
+// error naming the first invalid field. Every backend applies it first.
+func (c Config) WithDefaults() (Config, error) {
 	if c.Image == "" {
 		return c, fmt.Errorf("sandbox config: image is required")
 	}
@@ -127,11 +136,8 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.checkEgress(); err != nil {
 		return c, err
 	}
-	if c.User == "" {
-		c.User = DefaultUser
-	}
-	if _, _, err := parseUser(c.User); err != nil {
-		return c, err
+	if !validRuntime(c.Runtime) {
+		return c, fmt.Errorf("sandbox config: runtime %q: want a name such as runc or runsc", c.Runtime)
 	}
 	if c.Memory == 0 {
 		c.Memory = DefaultMemory
@@ -154,6 +160,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Memory < 6<<20:
 		return c, fmt.Errorf("sandbox config: memory %d bytes: want at least 6 MiB", c.Memory)
+	case c.Disk < 0 && c.Disk != NoDiskLimit:
+		return c, fmt.Errorf("sandbox config: disk %d bytes: want a positive size or NoDiskLimit", c.Disk)
 	case c.Disk > 0 && c.Disk < 1<<20:
 		return c, fmt.Errorf("sandbox config: disk %d bytes: want at least 1 MiB", c.Disk)
 	case c.CPUs < 0.01:
@@ -171,32 +179,26 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.RunID == "" {
-		c.RunID = randomID()
-	}
-	if c.Owner == (Owner{}) {
-		c.Owner = Self()
+		c.RunID = RandomID()
 	}
 	return c, nil
 }
 
-// parseUser splits a numeric "uid:gid".
-func parseUser(s string) (uid, gid int, err error) {
-	u, g, ok := strings.Cut(s, ":")
-	if ok {
-		uid, err = strconv.Atoi(u)
-		if err == nil {
-			gid, err = strconv.Atoi(g)
+// validRuntime accepts the names OCI runtimes go by: letters, digits,
+// '.', '_' and '-', not starting with a punctuation mark.
+func validRuntime(s string) bool {
+	for i, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-')
+		if !ok || i >= 64 {
+			return false
 		}
 	}
-	if !ok || err != nil || uid < 0 || gid < 0 {
-		return 0, 0, fmt.Errorf("sandbox config: user %q: want numeric uid:gid such as 1000:1000", s)
-	}
-	return uid, gid, nil
+	return true
 }
 
-// env is the environment of the container: the non-interactive defaults,
-// then the caller's entries, which win.
-func (c Config) env() []string {
+// CommandEnv is the environment of every command: the non-interactive
+// defaults, then the caller's entries, which win.
+func (c Config) CommandEnv() []string {
 	env := append([]string(nil), nonInteractiveEnv...)
 	return append(env, c.Env...)
 }

@@ -1,45 +1,16 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/runner-dev/runner/internal/egress"
-	"github.com/runner-dev/runner/internal/egress/dockernet"
 )
 
-// ErrEgressStopped is returned by every command of a sandbox whose egress
-// proxy stopped: the sandbox then has no network at all, and the task
-// cannot trust what it saw of the network.
-var ErrEgressStopped = dockernet.ErrProxyStopped
-
-// startEgress starts the proxy and the internal network of cfg.Egress
-// and returns cfg set to join them: Network is the internal network's
-// name, and the proxy variables come last in Env (they win). The proxy
-// carries the sandbox's labels, so cleanup removes it with the sandbox.
-func (e *Engine) startEgress(ctx context.Context, cfg Config, name string, deadline time.Time) (Config, *dockernet.Egress, error) {
-	report := cfg.EgressReport
-	eg, err := dockernet.Start(ctx, e.cli, dockernet.Options{
-		Allow: cfg.Egress, Name: name, Labels: cfg.labels(deadline), Upstream: cfg.EgressUpstream,
-		Report: report,
-	})
-	if err != nil {
-		return cfg, nil, err
-	}
-	if report != nil {
-		go func() {
-			<-eg.Done()
-			if err := eg.Err(); err != nil {
-				report(egress.Event{Time: time.Now().UTC(), Method: egress.Stopped, Decision: egress.Refused, Reason: err.Error()})
-			}
-		}()
-	}
-	cfg.Network = eg.Network()
-	cfg.Env = append(append([]string(nil), cfg.Env...), eg.Env()...)
-	return cfg, eg, nil
-}
+// ErrEgressStopped is wrapped by every command's error of a sandbox whose
+// egress proxy stopped: the sandbox then has no network at all, and the
+// task cannot trust what it saw of the network.
+var ErrEgressStopped = errors.New("egress proxy stopped")
 
 // checkEgress validates the egress part of a Config.
 func (c Config) checkEgress() error {
@@ -51,30 +22,6 @@ func (c Config) checkEgress() error {
 	}
 	if _, err := egress.ParseAllowlist(c.Egress); err != nil {
 		return fmt.Errorf("sandbox config: egress: %w", err)
-	}
-	return nil
-}
-
-// egressError is the error of a sandbox whose proxy stopped, or nil.
-func (d *Docker) egressError() error {
-	if d.egress == nil {
-		return nil
-	}
-	if err := d.egress.Err(); err != nil {
-		return fmt.Errorf("sandbox %s: %w", d.name, err)
-	}
-	return nil
-}
-
-// removeEgressNetworks removes the internal networks matching labels for
-// which why gives a reason, once their containers are gone.
-func (e *Engine) removeEgressNetworks(ctx context.Context, labels []string, why func(Leftover, bool) string) error {
-	_, err := dockernet.RemoveNetworks(ctx, e.cli, append([]string{LabelTool + "=" + toolName}, labels...), func(l map[string]string) bool {
-		owner, deadline, ok := ownerFromLabels(l)
-		return why(Leftover{Run: l[LabelRun], Task: l[LabelTask], Owner: owner, Deadline: deadline}, ok) != ""
-	})
-	if err != nil {
-		return errors.Join(errors.New("remove egress networks"), err)
 	}
 	return nil
 }

@@ -3,12 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/client"
 )
 
-// Errors of the engine that a user can act on.
+// Errors of a backend that a user can act on.
 var (
 	ErrDaemonUnreachable = errors.New("cannot reach the Docker daemon")
 	ErrImageNotFound     = errors.New("image not found")
@@ -35,25 +32,5 @@ func (e *ImageError) Advice() string {
 
 func (e *ImageError) Unwrap() error { return ErrImageNotFound }
 
-// explain turns an engine error into one a user can act on. op names what
-// was being done ("create sandbox"); image is the image involved, if any.
-func (e *Engine) explain(op, image string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case client.IsErrConnectionFailed(err):
-		return fmt.Errorf("%s: %w at %s: is it running? (DOCKER_HOST selects another engine): %w",
-			op, ErrDaemonUnreachable, e.cli.DaemonHost(), err)
-	case image != "" && cerrdefs.IsNotFound(err) && isImageMessage(err):
-		return fmt.Errorf("%s: %w", op, &ImageError{Image: image})
-	case cerrdefs.IsInvalidArgument(err):
-		return fmt.Errorf("%s: %w: %w", op, ErrRefused, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
-// isImageMessage tells an image 404 from a container 404.
-func isImageMessage(err error) bool {
-	var msg = err.Error()
-	return containsFold(msg, "image") || containsFold(msg, "repository")
-}
+// DefaultImage is the image built from Dockerfile.sandbox.
+const DefaultImage = "runner-sandbox:latest"

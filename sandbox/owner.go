@@ -64,7 +64,8 @@ func processStart(pid int) string {
 	return f[19]
 }
 
-func randomID() string {
+// RandomID is 12 random hex digits, for names that must not collide.
+func RandomID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

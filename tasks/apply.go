@@ -82,6 +82,7 @@ func merge(d, s *spec) Task {
 		CheckRetries: deref(pick(s.CheckRetries, d.CheckRetries)),
 		CheckTimeout: deref(pick(s.CheckTimeout, d.CheckTimeout)),
 		Image:        deref(pick(s.Image, d.Image)),
+		Runtime:      deref(pick(s.Runtime, d.Runtime)),
 		Model:        deref(pick(s.Model, d.Model)),
 		Provider:     deref(pick(s.Provider, d.Provider)),
 		BudgetUSD:    deref(pick(s.BudgetUSD, d.BudgetUSD)),

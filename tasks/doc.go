@@ -18,7 +18,7 @@
 // task object; the first non-blank line may instead be {"defaults": {...}}.
 //
 // The keys of a task are id, repo, ref, prompt or prompt_file, branch
-// (default agent/<id>), check, check_retries, check_timeout, image, model,
+// (default agent/<id>), check, check_retries, check_timeout, image, runtime, model,
 // provider (a name of internal/provider), budget_usd, max_steps, timeout,
 // network (none, bridge, or {allow: [host, *.domain:port]}; default none), limits (memory, cpus, pids), env,
 // push, and the policy: protected_paths

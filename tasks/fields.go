@@ -23,16 +23,16 @@ type spec struct {
 	ID, Repo, Ref      *string
 	Prompt, PromptFile *string
 	// MaxPrompt is max_prompt_size, set in defaults only.
-	MaxPrompt     *int64
-	Branch, Check *string
-	Image, Model  *string
-	Provider      *string
-	CheckRetries  *int
-	MaxSteps      *int
-	CheckTimeout  *time.Duration
-	Timeout       *time.Duration
-	BudgetUSD     *float64
-	Network       *Network
+	MaxPrompt          *int64
+	Branch, Check      *string
+	Image, Model       *string
+	Provider, Runtime  *string
+	CheckRetries       *int
+	MaxSteps           *int
+	CheckTimeout       *time.Duration
+	Timeout            *time.Duration
+	BudgetUSD          *float64
+	Network            *Network
 	// Allow is the egress allowlist of network: {allow: [...]}.
 	Allow              []string
 	Memory, Pids, Disk *int64
@@ -139,6 +139,15 @@ var taskFields = []field{
 				return
 			}
 			s.Image = &img
+		}
+	}},
+	{"runtime", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if rt, ok := r.str(v, a); ok {
+			if rt == "" || strings.ContainsAny(rt, " \t\r\n") {
+				r.addField(v, a, "want a runtime name such as runc or runsc, got %q", rt)
+				return
+			}
+			s.Runtime = &rt
 		}
 	}},
 	{"model", false, func(r *reader, v *yaml.Node, a at, s *spec) {

@@ -76,6 +76,9 @@ type Task struct {
 	CheckTimeout time.Duration
 	// Image is the sandbox's container image.
 	Image string
+	// Runtime is the sandbox's isolation runtime ("runc", "runsc" for
+	// gVisor); empty means the run's, else the engine's default.
+	Runtime string
 	// Model is the model name sent to the model endpoint.
 	Model string
 	// Provider names the service behind the model endpoint, whose request

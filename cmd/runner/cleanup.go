@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
 	"github.com/spf13/cobra"
 
 	"github.com/runner-dev/runner/internal/cli"
@@ -14,7 +13,7 @@ import (
 type cleanupOptions struct {
 	printer *cli.Printer
 	json    bool
-	engine  func(context.Context) (*sandbox.Engine, error)
+	engine  func(context.Context) (sandbox.Backend, error)
 	dryRun  bool
 }
 
@@ -53,41 +52,11 @@ func runCleanup(ctx context.Context, opts *cleanupOptions) error {
 		return err
 	}
 	defer e.Close()
-	var rep sandbox.CleanupReport
-	if opts.dryRun {
-		list, lerr := e.List(ctx)
-		rep, err = wouldRemove(list, time.Now()), lerr
-	} else {
-		rep, err = e.Cleanup(ctx)
-	}
+	rep, err := e.Cleanup(ctx, opts.dryRun)
 	if perr := printCleanup(opts, rep); perr != nil {
 		return perr
 	}
 	return err
-}
-
-// wouldRemove sorts the containers of List as Engine.Cleanup would at time
-// now, without removing any. List reports a container whose labels cannot
-// be read with a zero Deadline.
-func wouldRemove(list []sandbox.Leftover, now time.Time) sandbox.CleanupReport {
-	var rep sandbox.CleanupReport
-	for _, l := range list {
-		switch {
-		case l.Deadline.IsZero() && l.State != string(container.StateRunning):
-			l.Why = "labels damaged"
-		case l.Deadline.IsZero():
-		case now.After(l.Deadline):
-			l.Why = "deadline passed"
-		case !l.Owner.Alive():
-			l.Why = "owner dead"
-		}
-		if l.Why == "" {
-			rep.Kept = append(rep.Kept, l)
-		} else {
-			rep.Removed = append(rep.Removed, l)
-		}
-	}
-	return rep
 }
 
 // leftoverView is a sandbox container as --json shows it.

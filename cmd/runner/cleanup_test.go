@@ -12,6 +12,7 @@ import (
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // deadOwner is the owner record of a process of this host that has exited.
@@ -27,13 +28,13 @@ func deadOwner(t *testing.T) sandbox.Owner {
 
 // startTestSandbox starts a busybox sandbox of this test process's runs, owned
 // by owner, and removes it at the end of the test if it still exists.
-func startTestSandbox(t *testing.T, task string, owner sandbox.Owner) *sandbox.Docker {
+func startTestSandbox(t *testing.T, task string, owner sandbox.Owner) *docker.Sandbox {
 	t.Helper()
-	e := dockertest.Engine(t)
+	e := dockertest.Engine(t).OwnedBy(owner)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := e.Start(ctx, sandbox.Config{
-		Image: dockertest.Busybox(t), RunID: dockertest.RunID + "-" + task, TaskID: task, Owner: owner,
+	sb, err := e.StartContainer(ctx, sandbox.Config{
+		Image: dockertest.Busybox(t), RunID: dockertest.RunID + "-" + task, TaskID: task,
 	})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -67,7 +68,7 @@ func TestCleanup(t *testing.T) {
 	if strings.Contains(res.stdout, live.Name()) {
 		t.Errorf("dry run lists the live sandbox %s:\n%s", live.Name(), res.stdout)
 	}
-	for _, sb := range []*sandbox.Docker{dead, live} {
+	for _, sb := range []*docker.Sandbox{dead, live} {
 		if exists, running := containerRunning(t, sb.ID()); !exists || !running {
 			t.Errorf("after the dry run, %s exists=%v running=%v; want it running", sb.Name(), exists, running)
 		}
@@ -104,38 +105,5 @@ func TestCleanup(t *testing.T) {
 	}
 	if _, running := containerRunning(t, live.ID()); !running {
 		t.Errorf("cleanup stopped or removed the live sandbox %s", live.Name())
-	}
-}
-
-// wouldRemove sorts containers by the rules of Engine.Cleanup.
-func TestWouldRemove(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	later, earlier := now.Add(time.Hour), now.Add(-time.Second)
-	self := sandbox.Self()
-	dead := deadOwner(t)
-	tests := []struct {
-		name string
-		l    sandbox.Leftover
-		want string // Why; "" for kept
-	}{
-		{"live owner", sandbox.Leftover{Owner: self, Deadline: later, State: "running"}, ""},
-		{"dead owner", sandbox.Leftover{Owner: dead, Deadline: later, State: "running"}, "owner dead"},
-		{"deadline passed, live owner", sandbox.Leftover{Owner: self, Deadline: earlier, State: "exited"}, "deadline passed"},
-		{"other host before its deadline", sandbox.Leftover{Owner: sandbox.Owner{Host: "elsewhere", PID: 1}, Deadline: later, State: "running"}, ""},
-		{"other host after its deadline", sandbox.Leftover{Owner: sandbox.Owner{Host: "elsewhere", PID: 1}, Deadline: earlier, State: "running"}, "deadline passed"},
-		{"damaged labels, stopped", sandbox.Leftover{State: "exited"}, "labels damaged"},
-		{"damaged labels, running", sandbox.Leftover{State: "running"}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.l.ID = "c1"
-			rep := wouldRemove([]sandbox.Leftover{tt.l}, now)
-			switch {
-			case tt.want == "" && (len(rep.Kept) != 1 || len(rep.Removed) != 0):
-				t.Errorf("got removed %+v, want kept", rep.Removed)
-			case tt.want != "" && (len(rep.Removed) != 1 || rep.Removed[0].Why != tt.want):
-				t.Errorf("got removed %+v kept %+v, want removed for %q", rep.Removed, rep.Kept, tt.want)
-			}
-		})
 	}
 }

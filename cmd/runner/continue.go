@@ -125,8 +125,8 @@ func continueTask(ctx context.Context, d *deps, opts *continueOptions) error {
 		ID: opts.id, BudgetUSD: opts.budgetUSD, MaxSteps: opts.maxSteps, Prompt: opts.prompt,
 	}, batch.Options{RunID: runID, Agent: opts.model.agentConfig()}, batch.Deps{
 		Store:        store,
-		StartSandbox: sandboxStarter(e),
-		ImageExists:  e.ImageExists,
+		StartSandbox: e.Start,
+		ImageExists:  imageExists(e),
 		NewModel:     opts.model.factory(endpoint),
 		Endpoint:     endpoint,
 		Prices:       prices,

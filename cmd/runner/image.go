@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ func newImageCmd(d *deps) *cobra.Command {
 
 type imageBuildOptions struct {
 	printer *cli.Printer
-	engine  func(context.Context) (*sandbox.Engine, error)
+	engine  func(context.Context) (sandbox.Backend, error)
 	base    string
 	tag     string
 	quiet   bool
@@ -86,7 +87,7 @@ func runImageBuild(ctx context.Context, opts *imageBuildOptions) error {
 		kept.max = buildTailSize
 		bo.Progress = &kept
 	}
-	if err := e.BuildImage(ctx, bo); err != nil {
+	if err := e.Build(ctx, bo); err != nil {
 		if opts.quiet && len(kept.buf) > 0 {
 			io.WriteString(stream, kept.String())
 		}
@@ -125,7 +126,7 @@ func (t *tailBuffer) String() string {
 type imageCheckOptions struct {
 	printer *cli.Printer
 	json    bool
-	engine  func(context.Context) (*sandbox.Engine, error)
+	engine  func(context.Context) (sandbox.Backend, error)
 	image   string
 }
 
@@ -156,8 +157,9 @@ func runImageCheck(ctx context.Context, opts *imageCheckOptions) error {
 		return err
 	}
 	defer e.Close()
-	ok, err := e.ImageExists(ctx, opts.image)
-	if err != nil {
+	err = e.CheckImage(ctx, opts.image)
+	ok := err == nil
+	if err != nil && !errors.Is(err, sandbox.ErrImageNotFound) {
 		return err
 	}
 	if opts.json {
@@ -170,8 +172,5 @@ func runImageCheck(ctx context.Context, opts *imageCheckOptions) error {
 	} else if ok {
 		opts.printer.Success("image %s is present", opts.image)
 	}
-	if !ok {
-		return &sandbox.ImageError{Image: opts.image}
-	}
-	return nil
+	return err
 }

@@ -11,8 +11,8 @@ import (
 // directory left behind (a second Ctrl-C, SIGKILL, a crash): the store
 // holds the out directory's lock, so those runs are over whatever their
 // containers' owner labels say (an owner on another host, or in another
-// PID namespace, looks alive to Engine.Cleanup until its deadline).
-func removeEarlierRuns(ctx context.Context, d *deps, e *sandbox.Engine, store *tasks.Store) {
+// PID namespace, looks alive to Backend.Cleanup until its deadline).
+func removeEarlierRuns(ctx context.Context, d *deps, e sandbox.Backend, store *tasks.Store) {
 	ids, err := store.EarlierRuns()
 	if err != nil {
 		d.printer.Warn("%v", err)

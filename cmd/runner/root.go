@@ -10,6 +10,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // deps is what the commands share: the process's streams and environment,
@@ -19,9 +20,9 @@ type deps struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	// connect opens the Docker engine named by the environment
-	// (DOCKER_HOST...); the caller closes it.
-	connect func(context.Context) (*sandbox.Engine, error)
+	// connect opens the sandbox backend (the Docker engine named by the
+	// environment: DOCKER_HOST...) and logs it; the caller closes it.
+	connect func(context.Context, *slog.Logger) (sandbox.Backend, error)
 
 	globals globalFlags
 	// Set by setup, before a command's RunE runs.
@@ -40,7 +41,7 @@ type globalFlags struct {
 }
 
 func newDeps(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *deps {
-	return &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, connect: sandbox.Connect}
+	return &deps{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, connect: connectBackend}
 }
 
 // setup builds the printer and the logger from the global flags and the
@@ -63,13 +64,19 @@ func (d *deps) setup() error {
 	return nil
 }
 
-// engine connects to the Docker engine; the caller closes it.
-func (d *deps) engine(ctx context.Context) (*sandbox.Engine, error) {
-	e, err := d.connect(ctx)
+// engine connects to the sandbox backend; the caller closes it.
+func (d *deps) engine(ctx context.Context) (sandbox.Backend, error) {
+	return d.connect(ctx, d.log)
+}
+
+// connectBackend is the one place that picks the sandbox backend: the
+// Docker engine of the environment.
+func connectBackend(ctx context.Context, log *slog.Logger) (sandbox.Backend, error) {
+	e, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d.log.Debug("connected to the Docker engine", "host", e.Host())
+	log.Debug("connected to the Docker engine", "host", e.Host())
 	return e, nil
 }
 
@@ -87,6 +94,7 @@ func subcommands(d *deps) []*cobra.Command {
 		newReportCmd(d, nil),
 		newShowCmd(d, nil),
 		newImageCmd(d),
+		newDoctorCmd(d, nil),
 		newCleanupCmd(d, nil),
 		newRollbackCmd(d, nil),
 		newVersionCmd(d, nil),

@@ -91,6 +91,7 @@ func (o *runOptions) complete(getenv func(string) string) error {
 func addTaskDefaultFlags(cmd *cobra.Command, d *batch.Defaults) {
 	f := cmd.Flags()
 	f.StringVar(&d.Image, "image", "", "sandbox image for tasks that name none (default runner-sandbox:latest)")
+	f.StringVar(&d.Runtime, "runtime", "", "sandbox `runtime` for tasks that name none: runc, or runsc for gVisor (default: the engine's, runc)")
 	f.Float64Var(&d.BudgetUSD, "budget", 0, "USD cap per task, for tasks that set none (0: none)")
 	f.IntVar(&d.MaxSteps, "max-steps", 100, "model calls per task, for tasks that set none")
 	f.DurationVar(&d.Timeout, "timeout", 30*time.Minute, "wall time per task, for tasks that set none")
@@ -135,9 +136,12 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		return err
 	}
 	defer e.Close()
+	if err := checkRuntimes(ctx, e, queue, opts.defaults.Runtime); err != nil {
+		return configErr(err)
+	}
 	// Sandboxes of runs that died (their owner is gone or their deadline
 	// passed) are removed first; those of live runs are left alone.
-	if rep, err := e.Cleanup(ctx); err == nil && len(rep.Removed) > 0 {
+	if rep, err := e.Cleanup(ctx, false); err == nil && len(rep.Removed) > 0 {
 		d.printer.Line("removed %d sandbox container(s) left by runs that are over", len(rep.Removed))
 	}
 	removeEarlierRuns(ctx, d, e, store)
@@ -159,8 +163,8 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		Defaults: opts.defaults, Agent: opts.model.agentConfig(), Policy: opts.policy.policy,
 	}, batch.Deps{
 		Store:        store,
-		StartSandbox: sandboxStarter(e),
-		ImageExists:  e.ImageExists,
+		StartSandbox: e.Start,
+		ImageExists:  imageExists(e),
 		NewModel:     opts.model.factory(endpoint),
 		Endpoint:     endpoint,
 		Prices:       prices,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -232,10 +233,14 @@ func gitAuth(getenv func(string) string) gitops.Credentials {
 	return gitops.Credentials{Token: tok}
 }
 
-// sandboxStarter adapts the engine to the batch's need.
-func sandboxStarter(e *sandbox.Engine) func(context.Context, sandbox.Config) (sandbox.Sandbox, error) {
-	return func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
-		return e.Start(ctx, cfg)
+// imageExists adapts Backend.CheckImage to the batch's need.
+func imageExists(b sandbox.Backend) func(context.Context, string) (bool, error) {
+	return func(ctx context.Context, ref string) (bool, error) {
+		err := b.CheckImage(ctx, ref)
+		if errors.Is(err, sandbox.ErrImageNotFound) {
+			return false, nil
+		}
+		return err == nil, err
 	}
 }
 

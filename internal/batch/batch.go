@@ -29,6 +29,7 @@ type Defaults struct {
 	Model        string
 	Provider     string
 	Image        string
+	Runtime      string
 	BudgetUSD    float64
 	MaxSteps     int
 	Timeout      time.Duration
@@ -64,7 +65,7 @@ type Options struct {
 type Deps struct {
 	// Store is the out directory's store, opened (and locked) by the caller.
 	Store *tasks.Store
-	// StartSandbox starts a sandbox (sandbox.Engine.Start, usually).
+	// StartSandbox starts a sandbox (a sandbox.Backend's Start).
 	StartSandbox func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error)
 	// ImageExists checks an image before anything runs.
 	ImageExists func(ctx context.Context, image string) (bool, error)
@@ -359,6 +360,9 @@ func withDefaults(t tasks.Task, d Defaults) tasks.Task {
 	}
 	if t.Image == "" {
 		t.Image = sandbox.DefaultImage
+	}
+	if t.Runtime == "" {
+		t.Runtime = d.Runtime
 	}
 	if t.BudgetUSD == 0 {
 		t.BudgetUSD = d.BudgetUSD

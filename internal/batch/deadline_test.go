@@ -11,6 +11,7 @@ import (
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/internal/fakellm"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -18,7 +19,7 @@ import (
 // not) labelled with the sandbox run id runID.
 func containersOf(t *testing.T, runID string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-a", "--filter", "label="+sandbox.LabelRun+"="+runID,
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label="+docker.LabelRun+"="+runID,
 		"--format", "{{.Names}}").CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker ps: %v: %s", err, out)

@@ -20,6 +20,7 @@ import (
 	"github.com/runner-dev/runner/internal/egress/dockernet"
 	"github.com/runner-dev/runner/internal/fakellm"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -37,7 +38,7 @@ func (k killProxyBefore) Exec(ctx context.Context, cmd string, opt sandbox.ExecO
 		c := dockertest.Client(k.t)
 		ctx := context.WithoutCancel(ctx) // the kill halts the task, and so ctx
 		list, err := c.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).
-			Add("label", sandbox.LabelRun+"="+k.runID, dockernet.LabelRole+"=proxy")})
+			Add("label", docker.LabelRun+"="+k.runID, dockernet.LabelRole+"=proxy")})
 		if err != nil || len(list.Items) != 1 {
 			k.t.Errorf("the run's proxy: %v, %d found", err, len(list.Items))
 		} else if _, err := c.ContainerKill(ctx, list.Items[0].ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
@@ -116,8 +117,8 @@ func TestAllowlistTaskRecordsAndFailsClosed(t *testing.T) {
 	}
 	// Nothing of the run is left: sandbox, proxy, network.
 	c := dockertest.Client(t)
-	nets, _ := c.NetworkList(context.Background(), client.NetworkListOptions{Filters: make(client.Filters).Add("label", sandbox.LabelRun+"="+runID)})
-	ctrs, _ := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", sandbox.LabelRun+"="+runID)})
+	nets, _ := c.NetworkList(context.Background(), client.NetworkListOptions{Filters: make(client.Filters).Add("label", docker.LabelRun+"="+runID)})
+	ctrs, _ := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelRun+"="+runID)})
 	if len(nets.Items) != 0 || len(ctrs.Items) != 0 {
 		t.Errorf("left behind: %d networks, %d containers", len(nets.Items), len(ctrs.Items))
 	}

@@ -188,7 +188,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 
 	w.phase(PhaseSandbox)
 	cfg := sandbox.Config{
-		Image: t.Image, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
+		Image: t.Image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	}
 	// With an allowlist, the agent and the check work under a context the

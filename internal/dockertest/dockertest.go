@@ -17,21 +17,22 @@ import (
 
 	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 var (
 	engineOnce sync.Once
-	engine     *sandbox.Engine
+	engine     *docker.Engine
 	engineErr  error
 )
 
 // Engine returns a shared connection to the engine, or ends the test.
-func Engine(t testing.TB) *sandbox.Engine {
+func Engine(t testing.TB) *docker.Engine {
 	t.Helper()
 	engineOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		engine, engineErr = sandbox.Connect(ctx)
+		engine, engineErr = docker.Connect(ctx)
 	})
 	if engineErr != nil {
 		if os.Getenv("RUNNER_SKIP_DOCKER") == "1" {

@@ -17,6 +17,7 @@ import (
 
 	runner "github.com/runner-dev/runner"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 // BusyboxPath is where Debian's busybox-static package puts the binary.
@@ -150,7 +151,7 @@ func Debian(t testing.TB, packages ...string) string {
 }
 
 // ensure builds tag with build unless the engine already has it.
-func ensure(t testing.TB, e *sandbox.Engine, tag string, build func(context.Context) error) {
+func ensure(t testing.TB, e *docker.Engine, tag string, build func(context.Context) error) {
 	t.Helper()
 	mu, _ := imageLocks.LoadOrStore(tag, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
@@ -203,7 +204,7 @@ func SandboxImage(t testing.TB) string {
 	tag := "runner-test-sandbox:" + hex.EncodeToString(sum[:6])
 	ensure(t, e, tag, func(ctx context.Context) error {
 		var out bytes.Buffer
-		err := e.BuildImage(ctx, sandbox.BuildOptions{
+		err := e.Build(ctx, sandbox.BuildOptions{
 			Dockerfile: runner.SandboxDockerfile, Tag: tag, Args: map[string]string{"BASE_IMAGE": base}, Progress: &out,
 		})
 		if err != nil {

@@ -11,8 +11,9 @@ import (
 	"github.com/runner-dev/runner/sandbox"
 )
 
-// Backend starts in-memory sandboxes; its Start method fits where a
-// function starting a sandbox is expected (batch.Deps.StartSandbox).
+// Backend is a sandbox.Backend whose sandboxes live in this process's
+// memory. It has every image and the runtime "inmem" only; nothing
+// outlives the process, so Cleanup finds nothing; it cannot build images.
 type Backend struct {
 	// Exec answers the commands of every sandbox it starts; nil is Builtin.
 	Exec ExecFunc
@@ -24,6 +25,11 @@ type Backend struct {
 	configs []sandbox.Config
 }
 
+var _ sandbox.Backend = (*Backend)(nil)
+
+// Runtime is the only runtime of the in-memory backend.
+const Runtime = "inmem"
+
 // Start returns a running sandbox holding a copy of cfg.Workspace (modes,
 // symlinks and .git included; sockets and devices skipped, as the Docker
 // backend skips them). The rest of cfg is recorded, not applied: see
@@ -34,6 +40,17 @@ func (b *Backend) Start(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbo
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	checked := cfg
+	if checked.Image == "" {
+		checked.Image = "none" // an in-memory sandbox runs no image
+	}
+	checked, err := checked.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if checked.Runtime != "" && checked.Runtime != Runtime {
+		return nil, fmt.Errorf("start sandbox: runtime %q: %w: the in-memory backend has only %q", cfg.Runtime, sandbox.ErrRefused, Runtime)
 	}
 	s, err := New(Options{Exec: b.Exec})
 	if err != nil {
@@ -50,6 +67,40 @@ func (b *Backend) Start(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbo
 	b.mu.Unlock()
 	return s, nil
 }
+
+// CheckImage accepts every image: an in-memory sandbox runs none.
+func (b *Backend) CheckImage(ctx context.Context, ref string) error { return ctx.Err() }
+
+// Cleanup finds nothing: in-memory sandboxes end with the process.
+func (b *Backend) Cleanup(ctx context.Context, dryRun bool) (sandbox.CleanupReport, error) {
+	return sandbox.CleanupReport{}, ctx.Err()
+}
+
+// RemoveRun closes the sandboxes of run runID still open.
+func (b *Backend) RemoveRun(ctx context.Context, runID string) (sandbox.CleanupReport, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var rep sandbox.CleanupReport
+	for i, s := range b.started {
+		if b.configs[i].RunID != runID || s.Closed() {
+			continue
+		}
+		s.Close(ctx)
+		rep.Removed = append(rep.Removed, sandbox.Leftover{Run: runID, Task: b.configs[i].TaskID, Why: "run " + runID + " ended"})
+	}
+	return rep, nil
+}
+
+// Build is not supported.
+func (b *Backend) Build(context.Context, sandbox.BuildOptions) error { return sandbox.ErrUnsupported }
+
+// Info names the backend and its one runtime.
+func (b *Backend) Info(context.Context) (sandbox.Info, error) {
+	return sandbox.Info{Kind: "inmem", Address: "memory", Runtimes: []string{Runtime}, DefaultRuntime: Runtime}, nil
+}
+
+// Close does nothing: the sandboxes live on until closed one by one.
+func (b *Backend) Close() error { return nil }
 
 // Started returns the sandboxes started so far, in order.
 func (b *Backend) Started() []*Sandbox {

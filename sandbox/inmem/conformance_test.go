@@ -16,6 +16,7 @@ import (
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/sandbox/inmem"
+	"github.com/runner-dev/runner/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dockertest.Main(m)) }
@@ -234,4 +235,15 @@ func snapshotOf(t *testing.T, sb sandbox.Sandbox) string {
 	}
 	slices.Sort(entries)
 	return "\n    " + strings.Join(entries, "\n    ")
+}
+
+// The in-memory backend passes the parts of the conformance suite it
+// emulates: the file tools, the snapshot and the lifecycle.
+func TestConformance(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Target{
+		Backend: &inmem.Backend{}, Image: "none", RunID: dockertest.RunID,
+		Symlink: func(_ context.Context, sb sandbox.Sandbox, target, name string) error {
+			return sb.(*inmem.Sandbox).Symlink(target, name)
+		},
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/internal/egress/dockernet"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 )
 
 func randomID() string {
@@ -68,7 +69,7 @@ func run(t *testing.T, sb sandbox.Sandbox, cmd string) (string, int) {
 func proxyOf(t *testing.T, cli *client.Client, runID string) string {
 	t.Helper()
 	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: make(client.Filters).
-		Add("label", sandbox.LabelRun+"="+runID, dockernet.LabelRole+"=proxy")})
+		Add("label", docker.LabelRun+"="+runID, dockernet.LabelRole+"=proxy")})
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("the run's proxy container: %v, %d found", err, len(list.Items))
 	}
@@ -78,7 +79,7 @@ func proxyOf(t *testing.T, cli *client.Client, runID string) string {
 func networksOf(t *testing.T, cli *client.Client, runID string) []string {
 	t.Helper()
 	list, err := cli.NetworkList(context.Background(), client.NetworkListOptions{Filters: make(client.Filters).
-		Add("label", sandbox.LabelRun+"="+runID)})
+		Add("label", docker.LabelRun+"="+runID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestAllowlistOnTheEngine(t *testing.T) {
 	if left := networksOf(t, cli, runID); len(left) != 0 {
 		t.Errorf("networks left after Close: %v", left)
 	}
-	list, _ := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", sandbox.LabelRun+"="+runID)})
+	list, _ := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelRun+"="+runID)})
 	if len(list.Items) != 0 {
 		t.Errorf("%d containers of the run left after Close", len(list.Items))
 	}
