@@ -215,13 +215,16 @@ func TestCommitTreeSpoolBounded(t *testing.T) {
 	needProcFS(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	repo, base := newRepo(t, map[string]file{".gitignore": {content: "target/\n"}, "src/main.rs": {content: "fn main() {}\n"}})
+	// Ignored by a file pattern, not a directory: such files are known
+	// to be ignored only once every .gitignore is read, so they are read
+	// (a directory already excluded would be dropped unread).
+	repo, base := newRepo(t, map[string]file{".gitignore": {content: "*.o\n"}, "src/main.rs": {content: "fn main() {}\n"}})
 	entries := []entry{
-		{name: "./.gitignore", body: "target/\n"},
+		{name: "./.gitignore", body: "*.o\n"},
 		{name: "./src/main.rs", body: "fn main() { println!(\"hi\"); }\n"},
 	}
 	for i := range 8 {
-		entries = append(entries, entry{name: "./target/obj" + string(rune('a'+i)), body: randomBody(uint64(i), 256<<10)})
+		entries = append(entries, entry{name: "./obj" + string(rune('a'+i)) + ".o", body: randomBody(uint64(i), 256<<10)})
 	}
 	w := &spoolWatcher{t: t, r: bytes.NewReader(tarOf(t, entries...)), tmp: tmp}
 	res, err := CommitTree(t.Context(), repo, base, w, CommitOptions{Branch: "agent/edit", MaxCommitSize: 512 << 10})
@@ -241,7 +244,7 @@ func TestCommitTreeSpoolBounded(t *testing.T) {
 	entries = append(entries[:1], append(entries[2:], entry{name: "./src/main.rs", body: "fn main() { println!(\"late\"); }\n"})...)
 	_, err = CommitTree(t.Context(), repo, base, bytes.NewReader(tarOf(t, entries...)), CommitOptions{Branch: "agent/late", MaxCommitSize: 512 << 10})
 	var sizeErr *CommitSizeError
-	if !errors.As(err, &sizeErr) || !sizeErr.Ignored || !strings.Contains(err.Error(), "including ignored ones not yet known") || !strings.Contains(err.Error(), "target/obj") {
+	if !errors.As(err, &sizeErr) || !sizeErr.Ignored || !strings.Contains(err.Error(), "including ignored ones not yet known") || !strings.Contains(err.Error(), ".o\"") {
 		t.Errorf("edit after the spool filled: %v, want a CommitSizeError naming the ignored files", err)
 	}
 	if branchExists(repo, "agent/late") {
@@ -341,10 +344,10 @@ func TestNewObjectsWriteLeavesNothingOnFailure(t *testing.T) {
 // A .gitattributes file the full spool did not keep cannot be read, so the
 // commit is refused as over the cap, naming it.
 func TestCommitTreeUnspooledAttributesRefused(t *testing.T) {
-	repo, base := newRepo(t, map[string]file{".gitignore": {content: "build/\n"}})
+	repo, base := newRepo(t, map[string]file{".gitignore": {content: "*.bin\n"}})
 	snap := tarOf(t,
-		entry{name: "./.gitignore", body: "build/\n"},
-		entry{name: "./build/out.bin", body: randomBody(4, 512<<10)}, // fills the spool
+		entry{name: "./.gitignore", body: "*.bin\n"},
+		entry{name: "./out.bin", body: randomBody(4, 512<<10)}, // fills the spool
 		entry{name: "./.gitattributes", body: "* text=auto\n"},
 	)
 	_, err := CommitTree(t.Context(), repo, base, bytes.NewReader(snap), CommitOptions{Branch: "agent/attrs", MaxCommitSize: 512 << 10})

@@ -61,10 +61,20 @@ func excludedPaths(ctx context.Context, base map[string]treeEntry, snap *snapsho
 	}
 	// Entries dropped unread inside excluded directories: the directories
 	// only the exclude list excludes were left out by it.
-	for root := range snap.dropped.roots {
-		if !repoRules.dirExcluded(root) && !seen[root+"/"] {
-			seen[root+"/"] = true
-			list = append(list, root+"/")
+	for root, files := range snap.dropped.roots {
+		if repoRules.dirExcluded(root) {
+			continue
+		}
+		n += files
+		names := []string{root + "/"}
+		if committedDirs[root] {
+			names = snap.dropped.names[root] // the directory keeps committed files
+		}
+		for _, name := range names {
+			if !seen[name] {
+				seen[name] = true
+				list = append(list, name)
+			}
 		}
 	}
 	slices.Sort(list)

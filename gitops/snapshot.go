@@ -393,7 +393,7 @@ func (s *snapshot) keepIgnoreFile(raw, name string, content []byte) {
 	if s.ignoreFiles == nil {
 		s.ignoreFiles = make(map[string][]byte)
 	}
-	s.ignoreFiles[dir] = content
+	s.ignoreFiles[dir] = bytes.Clone(content) // content may be a buffer reused for the next entry
 }
 
 // content returns a reader over a spooled blob.

@@ -15,13 +15,20 @@ import (
 type droppedEntries struct {
 	count int
 	seed  maphash.Seed
-	// roots are the excluded directories whose entries were dropped.
-	roots map[string]bool
+	// roots are the excluded directories whose entries were dropped, with
+	// the number of files (entries other than directories) dropped below.
+	roots map[string]int
+	// names keeps the first maxDroppedNames file names dropped below each
+	// root, for a root that is not wholly left out (see excludedPaths).
+	names map[string][]string
 	// nonDirs and dirs hold path hashes: of the files, symlinks and other
 	// non-directories left out, and of every directory above an entry
 	// left out.
 	nonDirs, dirs map[uint64]bool
 }
+
+// maxDroppedNames caps the names droppedEntries keeps per root.
+const maxDroppedNames = 64
 
 // dropIgnored reports whether the entry is left out as git add -A would:
 // untracked, inside a directory that the rules read so far exclude. It
@@ -40,10 +47,20 @@ func (s *snapshot) dropIgnored(hdr *tar.Header, name string) bool {
 	}
 	d := &s.dropped
 	if d.roots == nil {
-		d.roots, d.nonDirs, d.dirs = make(map[string]bool), make(map[uint64]bool), make(map[uint64]bool)
+		d.roots, d.nonDirs, d.dirs = make(map[string]int), make(map[uint64]bool), make(map[uint64]bool)
 	}
 	d.count++
-	d.roots[root] = true
+	if hdr.Typeflag != tar.TypeDir {
+		d.roots[root]++
+		if d.names == nil {
+			d.names = make(map[string][]string)
+		}
+		if len(d.names[root]) < maxDroppedNames {
+			d.names[root] = append(d.names[root], name)
+		}
+	} else if _, ok := d.roots[root]; !ok {
+		d.roots[root] = 0
+	}
 	var h maphash.Hash
 	h.SetSeed(d.seed)
 	for i, start := 0, 0; i < len(name); i++ {
@@ -78,7 +95,7 @@ func (s *snapshot) dropIgnored(hdr *tar.Header, name string) bool {
 // refusal), so that entries below it are still refused.
 func (d *droppedEntries) noteNonDir(name string) {
 	if d.nonDirs == nil {
-		d.roots, d.nonDirs, d.dirs = make(map[string]bool), make(map[uint64]bool), make(map[uint64]bool)
+		d.roots, d.nonDirs, d.dirs = make(map[string]int), make(map[uint64]bool), make(map[uint64]bool)
 	}
 	d.nonDirs[maphash.String(d.seed, name)] = true
 }
