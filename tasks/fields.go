@@ -23,16 +23,16 @@ type spec struct {
 	ID, Repo, Ref      *string
 	Prompt, PromptFile *string
 	// MaxPrompt is max_prompt_size, set in defaults only.
-	MaxPrompt          *int64
-	Branch, Check      *string
-	Image, Model       *string
-	Provider, Runtime  *string
-	CheckRetries       *int
-	MaxSteps           *int
-	CheckTimeout       *time.Duration
-	Timeout            *time.Duration
-	BudgetUSD          *float64
-	Network            *Network
+	MaxPrompt         *int64
+	Branch, Check     *string
+	Image, Model      *string
+	Provider, Runtime *string
+	CheckRetries      *int
+	MaxSteps          *int
+	CheckTimeout      *time.Duration
+	Timeout           *time.Duration
+	BudgetUSD         *float64
+	Network           *Network
 	// Allow is the egress allowlist of network: {allow: [...]}.
 	Allow              []string
 	Memory, Pids, Disk *int64
