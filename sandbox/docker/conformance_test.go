@@ -40,6 +40,7 @@ func TestConformance(t *testing.T) {
 					// gVisor's kernel runs the sandbox's processes on host
 					// threads that the pids cgroup counts.
 					PidsCountsHostThreads: rt == "runsc",
+					OOMMayEndSandbox:      rt == "runsc",
 				},
 			})
 		})

@@ -57,6 +57,10 @@ type Caps struct {
 	NoNewPrivsShown bool
 	// OOMReported: a command killed for memory sets ExecResult.OOMKilled.
 	OOMReported bool
+	// OOMMayEndSandbox: a memory hog may end the whole sandbox (gVisor,
+	// sometimes) rather than only its command: the sandbox fails closed,
+	// and Exec says the sandbox was killed for memory.
+	OOMMayEndSandbox bool
 	// PidsCountsHostThreads: Config.Pids caps the host threads of the
 	// runtime's own kernel rather than the sandbox's processes (gVisor): a
 	// fork loop that reaches it ends the whole sandbox (fail closed)
