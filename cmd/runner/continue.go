@@ -35,7 +35,9 @@ provider's prompt cache still applies), tells it why it stopped (and
 runs as before. The attempt is added to results.jsonl (it names the attempt
 it continued) and its work is committed on the same branch, one commit on
 top of the earlier one: no --force is needed, and a branch someone
-committed to since is refused.
+committed to since is refused. A task on a remote repository goes on from
+the branch its earlier attempt pushed (push: true), and its commit is
+pushed there as a fast-forward.
 
 --budget caps what this continuation spends, on its own: what earlier
 attempts spent does not count against it, and it never spends past it. By
