@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +35,9 @@ provider's prompt cache still applies), tells it why it stopped (and
 runs as before. The attempt is added to results.jsonl (it names the attempt
 it continued) and its work is committed on the same branch, one commit on
 top of the earlier one: no --force is needed, and a branch someone
-committed to since is refused.
+committed to since is refused. A task on a remote repository goes on from
+the branch its earlier attempt pushed (push: true), and its commit is
+pushed there as a fast-forward.
 
 --budget caps what this continuation spends, on its own: what earlier
 attempts spent does not count against it, and it never spends past it. By
@@ -87,32 +88,11 @@ func continueTask(ctx context.Context, d *deps, opts *continueOptions) error {
 	if _, err := os.Stat(opts.out); err != nil {
 		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("out directory: %w", err)}
 	}
-	prices, err := opts.model.prices()
+	s, err := openSession(ctx, d, &opts.model, opts.out, nil, sessionHooks{})
 	if err != nil {
 		return err
 	}
-	secrets, err := opts.model.secrets(d.getenv, nil)
-	if err != nil {
-		return configErr(err)
-	}
-	store, err := tasks.OpenStore(opts.out)
-	if err != nil {
-		return configErr(err)
-	}
-	defer store.Close()
-	for _, w := range store.Warnings() {
-		d.printer.Warn("%s", w)
-	}
-	e, err := d.engine(ctx)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	removeEarlierRuns(ctx, d, e, store)
-	runID := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())
-	if err := store.BeginRun(runID); err != nil {
-		return err
-	}
+	defer s.close()
 	endpoint, err := opts.model.endpoint(1, nil)
 	if err != nil {
 		return err
@@ -123,21 +103,8 @@ func continueTask(ctx context.Context, d *deps, opts *continueOptions) error {
 	}
 	res, err := batch.Continue(ctx, batch.ContinueOptions{
 		ID: opts.id, BudgetUSD: opts.budgetUSD, MaxSteps: opts.maxSteps, Prompt: opts.prompt,
-	}, batch.Options{RunID: runID, Agent: opts.model.agentConfig()}, batch.Deps{
-		Store:        store,
-		StartSandbox: e.Start,
-		ImageExists:  imageExists(e),
-		NewModel:     opts.model.factory(endpoint),
-		Endpoint:     endpoint,
-		Prices:       prices,
-		GitAuth:      gitAuth(d.getenv),
-		Secrets:      secrets,
-	})
-	if _, cerr := e.RemoveRun(context.WithoutCancel(ctx), runID); cerr != nil {
-		d.printer.Warn("removing the continuation's sandbox: %v", cerr)
-	} else if err := store.EndRun(runID); err != nil {
-		d.printer.Warn("%v", err)
-	}
+	}, batch.Options{RunID: s.runID, Agent: opts.model.agentConfig()}, s.deps(d, &opts.model, endpoint))
+	s.end(ctx, d, "the continuation's sandbox")
 	switch {
 	case errors.Is(err, batch.ErrCannotContinue):
 		return &cli.ExitError{Code: cli.ExitUsage, Err: err}

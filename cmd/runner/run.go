@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/runner-dev/runner/internal/attend"
 	"github.com/runner-dev/runner/internal/batch"
 	"github.com/runner-dev/runner/internal/cli"
+	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -112,76 +112,42 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	if opts.events && d.globals.json {
 		return cli.Usagef("--events and --json both write to stdout; choose one")
 	}
-	prices, err := opts.model.prices()
+	s, err := openSession(ctx, d, &opts.model, opts.out, queue, sessionHooks{
+		opened: func(store *tasks.Store) error { return preflight(d, queue, store) },
+		connected: func(e sandbox.Backend) error {
+			if err := checkRuntimes(ctx, e, queue, opts.defaults.Runtime); err != nil {
+				return err
+			}
+			// Sandboxes of runs that died (their owner is gone or their
+			// deadline passed) are removed first; those of live runs are
+			// left alone.
+			if rep, err := e.Cleanup(ctx, false); err == nil && len(rep.Removed) > 0 {
+				d.printer.Line("removed %d sandbox container(s) left by runs that are over", len(rep.Removed))
+			}
+			return nil
+		},
+	})
 	if err != nil {
 		return err
 	}
-	secrets, err := opts.model.secrets(d.getenv, queue)
-	if err != nil {
-		return configErr(err)
-	}
-	store, err := tasks.OpenStore(opts.out)
-	if err != nil {
-		return configErr(err)
-	}
-	defer store.Close()
-	for _, w := range store.Warnings() {
-		d.printer.Warn("%s", w)
-	}
-	if err := preflight(d, queue, store); err != nil {
-		return configErr(err)
-	}
-	e, err := d.engine(ctx)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	if err := checkRuntimes(ctx, e, queue, opts.defaults.Runtime); err != nil {
-		return configErr(err)
-	}
-	// Sandboxes of runs that died (their owner is gone or their deadline
-	// passed) are removed first; those of live runs are left alone.
-	if rep, err := e.Cleanup(ctx, false); err == nil && len(rep.Removed) > 0 {
-		d.printer.Line("removed %d sandbox container(s) left by runs that are over", len(rep.Removed))
-	}
-	removeEarlierRuns(ctx, d, e, store)
+	defer s.close()
 
 	opts.defaults.Model, opts.defaults.Provider = opts.model.name, opts.model.provider
-	runID := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102-150405"), os.Getpid())
-	if err := store.BeginRun(runID); err != nil {
-		return err
-	}
 	noteLeftovers(ctx, d, opts.out)
-	progress, finish := d.startProgress(opts, runID, queue, a != nil)
+	progress, finish := d.startProgress(opts, s.runID, queue, a != nil)
 	endpoint, err := opts.model.endpoint(opts.concurrency, progress.Endpoint)
 	if err != nil {
 		return err
 	}
 	defer endpoint.Close()
+	deps := s.deps(d, &opts.model, endpoint)
+	deps.Getenv, deps.Ask, deps.Approve, deps.Progress = d.getenv, a.ask(), a.approver(), progress
 	sum, err := batch.Run(ctx, queue, batch.Options{
-		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: runID,
+		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: s.runID,
 		Defaults: opts.defaults, Agent: opts.model.agentConfig(), Policy: opts.policy.policy,
-	}, batch.Deps{
-		Store:        store,
-		StartSandbox: e.Start,
-		ImageExists:  imageExists(e),
-		NewModel:     opts.model.factory(endpoint),
-		Endpoint:     endpoint,
-		Prices:       prices,
-		GitAuth:      gitAuth(d.getenv),
-		Secrets:      secrets,
-		Getenv:       d.getenv,
-		Ask:          a.ask(),
-		Approve:      a.approver(),
-		Progress:     progress,
-	})
+	}, deps)
 	progress.stop()
-	// Whatever happened, no sandbox of this run outlives it.
-	if _, cerr := e.RemoveRun(context.WithoutCancel(ctx), runID); cerr != nil {
-		d.printer.Warn("removing the run's sandboxes: %v", cerr)
-	} else if err := store.EndRun(runID); err != nil {
-		d.printer.Warn("%v", err)
-	}
+	s.end(ctx, d, "the run's sandboxes") // whatever happened, no sandbox of this run outlives it
 	onForcedExit(ctx, nil)
 	index := finish(context.WithoutCancel(ctx), sum, err)
 	if err != nil {

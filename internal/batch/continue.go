@@ -63,7 +63,9 @@ func Continuable(s tasks.Status) bool {
 // attempt it went on from), and its work is committed on the same branch,
 // moved forward from the earlier commit; a branch moved since (someone
 // committed to it) is refused before anything starts, and again under the
-// branch's lock when committing.
+// branch's lock when committing. For a remote repository the branch is the
+// remote's (see remoteBranchMoved), and the push, a fast-forward only, is
+// where a branch moved meanwhile is refused.
 //
 // A refusal is an error wrapping ErrCannotContinue that names the task
 // and the file at fault; a configuration problem (a price, an image, the
@@ -74,6 +76,11 @@ func Continue(ctx context.Context, copt ContinueOptions, opt Options, deps Deps)
 	p, err := planContinuation(copt, deps)
 	if err != nil {
 		return tasks.Result{}, err
+	}
+	if tasks.IsRemote(p.task.Repo) {
+		if msg := remoteBranchMoved(ctx, p.task, p.cont.from, deps.GitAuth); msg != "" {
+			return tasks.Result{}, fmt.Errorf("%w: task %s: %s", ErrCannotContinue, p.task.ID, msg)
+		}
 	}
 	if !strings.HasPrefix(p.task.Model, "replay:") {
 		if p.price, err = deps.Prices.Resolve(p.task.Model, p.task.BudgetUSD > 0); err != nil {
@@ -134,9 +141,6 @@ func planContinuation(copt ContinueOptions, deps Deps) (taskPlan, error) {
 	if err != nil {
 		return taskPlan{}, fmt.Errorf("%w: %w", ErrCannotContinue, err)
 	}
-	if tasks.IsRemote(t.Repo) {
-		return refuse("its repository %s is remote; only a task on a local repository can be continued", t.Repo)
-	}
 	if copt.BudgetUSD > 0 {
 		t.BudgetUSD = copt.BudgetUSD
 	}
@@ -146,7 +150,11 @@ func planContinuation(copt ContinueOptions, deps Deps) (taskPlan, error) {
 	if from.Commit != "" && from.Branch != t.Branch {
 		return refuse("attempt %d committed to branch %s, but its definition names branch %s", from.Attempt, from.Branch, t.Branch)
 	}
-	if msg := branchMoved(t, from); msg != "" {
+	if tasks.IsRemote(t.Repo) {
+		if msg := unpushed(t, from); msg != "" {
+			return refuse("%s", msg)
+		}
+	} else if msg := branchMoved(t, from); msg != "" {
 		return refuse("%s", msg)
 	}
 	history, err := readHistory(store.Dir(), from, store, deps.Secrets)

@@ -372,9 +372,14 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	defer snap.Close()
 	var force bool
 	var expect plumbing.Hash
-	if c := w.plan.cont; c != nil {
+	switch c := w.plan.cont; {
+	case c != nil && tasks.IsRemote(t.Repo):
+		// The clone is this attempt's own, at the earlier commit; the
+		// push, a fast-forward only, moves the remote's branch forward.
+		force = true
+	case c != nil:
 		expect = c.expect() // moved forward from there, never forced
-	} else {
+	default:
 		force = w.opt.Force || w.res.Attempt > 1 && w.branchFromEarlierAttempt()
 	}
 	w.account(meter)
@@ -399,7 +404,7 @@ func (w *work) commit(ctx context.Context, meter *budget.Meter) {
 	if cr.NoChanges {
 		if c := w.plan.cont; c != nil && c.from.Commit != "" {
 			// Nothing new: the branch stays at the earlier commit.
-			w.res.Branch, w.res.Commit = c.from.Branch, c.from.Commit
+			w.res.Branch, w.res.Commit, w.res.Pushed = c.from.Branch, c.from.Commit, c.from.Pushed
 		}
 		return
 	}

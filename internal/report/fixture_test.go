@@ -27,6 +27,8 @@ const (
 	hostilePrompt  = `Fix <b onmouseover=alert(9)>it</b>`
 	// hostileExcluded is a path the exclude list left out.
 	hostileExcluded = `__pycache__/<img src=x onerror=alert(10)>.pyc`
+	// hostileWarning is a warning naming a path of the repository.
+	hostileWarning = `nested repository vendor/<img src=x onerror=alert(11)>/ left out`
 )
 
 // git runs the git CLI in dir.
@@ -69,7 +71,8 @@ func fixtureOut(t *testing.T) (out, commit string) {
 			Commit: commit, CostUSD: 0.0123, Tokens: tasks.Tokens{In: 3000, Cached: 1000, Out: 200}, Calls: 3, Steps: 3,
 			Duration: tasks.Duration(95 * time.Second), StartedAt: start, FinishedAt: start.Add(95 * time.Second),
 			Error: hostileError, Summary: hostileSummary, Questions: []string{"<b>which</b> one?"},
-			Excluded: []string{"__pycache__/", hostileExcluded}, ExcludedMore: 3, ExcludedFiles: 9},
+			Excluded: []string{"__pycache__/", hostileExcluded}, ExcludedMore: 3, ExcludedFiles: 9,
+			Warnings: []string{hostileWarning}, BudgetUSD: 0.05, BudgetShare: 0.246},
 		{ID: "plain", Attempt: 1, Status: tasks.StatusInterrupted, Repo: repo, StartedAt: start, FinishedAt: start.Add(time.Second)},
 		{ID: "plain", Attempt: 2, Status: tasks.StatusSucceeded, Repo: repo, CostUSD: 0.002, Steps: 1,
 			Duration: tasks.Duration(3 * time.Second), StartedAt: start.Add(time.Minute), FinishedAt: start.Add(time.Minute + 3*time.Second)},

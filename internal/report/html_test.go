@@ -148,7 +148,8 @@ func TestReportIsInert(t *testing.T) {
 	for _, want := range []string{hostileFile, hostileContent, hostileSummary, hostileError, hostileBranch + " at " + commit,
 		"</script><img src=x onerror=alert(8)>", "<svg onload=alert(6)>", "</pre></div><script>alert(7)</script>",
 		hostilePrompt, "<b>which</b> one?", "the command matches the deny rule <push>", "500 <i>Internal</i>", "test -f </script>",
-		"Left out of the commit", "9 untracked file(s)", hostileExcluded, "__pycache__/", "… 3 more"} {
+		"Left out of the commit", "9 untracked file(s)", hostileExcluded, "__pycache__/", "… 3 more",
+		"Warnings", hostileWarning, "25% of its $0.05 budget"} {
 		if !strings.Contains(task.text, want) {
 			t.Errorf("the task page does not show %q as text", want)
 		}
@@ -169,7 +170,8 @@ func TestReportIsInert(t *testing.T) {
 				t.Fatalf("the index's data is not JSON: %v", err)
 			}
 			if len(data.Rows) != 2 || data.Rows[0].Why != hostileError || data.Rows[0].Branch != hostileBranch ||
-				data.Rows[0].Page != "tasks/hostile.html" || data.Rows[1].Attempts != 2 || data.Rows[1].Status != "succeeded" {
+				data.Rows[0].Page != "tasks/hostile.html" || data.Rows[1].Attempts != 2 || data.Rows[1].Status != "succeeded" ||
+				data.Rows[0].BudgetUSD != 0.05 || data.Rows[0].Share != 0.246 || data.Rows[1].BudgetUSD != 0 {
 				t.Errorf("the index's rows read back as %+v", data.Rows)
 			}
 			if strings.Contains(innerText(n), "</script") || strings.Contains(innerText(n), "<!--") {

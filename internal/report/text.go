@@ -144,8 +144,17 @@ func WriteText(w io.Writer, a *Attempt, opt TextOptions) error {
 	}
 	t.line("cost:      $%.4f · %d model call(s) · %d step(s) · %s tokens in (%s cached) · %s out",
 		r.CostUSD, r.Calls, r.Steps, formatNum(r.Tokens.In), formatNum(r.Tokens.Cached), formatNum(r.Tokens.Out))
+	if r.BudgetUSD > 0 {
+		t.line("budget:    %.0f%% of its $%.2f spent", 100*r.BudgetShare, r.BudgetUSD)
+	}
 	t.line("time:      %s, %s to %s", formatDuration(time.Duration(r.Duration)),
 		r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), r.FinishedAt.UTC().Format("2006-01-02 15:04:05Z"))
+	if len(r.Warnings) > 0 {
+		t.line("\nwarnings:")
+		for _, w := range r.Warnings {
+			t.block("  ", w, 0)
+		}
+	}
 	if r.Summary != "" {
 		t.line("\nsummary:")
 		t.block("  ", r.Summary, 0)

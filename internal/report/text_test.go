@@ -44,6 +44,7 @@ func TestWriteText(t *testing.T) {
 	r.Error = terminalHostile
 	r.Questions = append(r.Questions, terminalHostile)
 	r.Excluded = append(r.Excluded, terminalHostile)
+	r.Warnings = append(r.Warnings, terminalHostile)
 	a := ReadAttempt(context.Background(), out, r, gitops.DiffLimits{})
 	a.Diff.Files[1].Lines = append(a.Diff.Files[1].Lines, "+\tindented"+terminalHostile)
 
@@ -61,7 +62,8 @@ func TestWriteText(t *testing.T) {
 		for _, want := range []string{
 			"task hostile · attempt 1 of 1 · check_failed",
 			"branch:    " + hostileBranch + " at " + commit,
-			"cost:      $0.0123 · 3 model call(s) · 3 step(s) · 3,000 tokens in (1,000 cached) · 200 out",
+			"cost:      $0.0123 · 3 model call(s) · 3 step(s) · 3,000 tokens in (1,000 cached) · 200 out\nbudget:    25% of its $0.05 spent",
+			"warnings:\n  " + hostileWarning + "\n  " + `\x1b]0;pwned\a\x1b[2J\u009b31m\u202eevil`,
 			`error:     \x1b]0;pwned\a\x1b[2J\u009b31m\u202eevil\nbranch:    forged`,
 			" " + hostileFile + " | 1 +\n README.md                        | 2 +-\n 2 file(s) changed, 2 insertion(s)(+), 1 deletion(s)(-)",
 			"diff --git a/" + hostileFile + " b/" + hostileFile + "\nnew file mode 100644\n@@ -0,0 +1 @@\n+" + hostileContent,

@@ -153,14 +153,18 @@ func top(ts []*Task, key func(*Task) float64) []*Task {
 // Row is a task as the index's table shows it: the JSON the page's
 // script renders, filters and sorts.
 type Row struct {
-	ID       string  `json:"id"`
-	Status   string  `json:"status"`
-	Repo     string  `json:"repo"`
-	CostUSD  float64 `json:"cost"`
-	Steps    int     `json:"steps"`
-	Seconds  float64 `json:"seconds"`
-	Attempts int     `json:"attempts"`
-	Branch   string  `json:"branch,omitempty"`
+	ID      string  `json:"id"`
+	Status  string  `json:"status"`
+	Repo    string  `json:"repo"`
+	CostUSD float64 `json:"cost"`
+	// BudgetUSD and Share are the latest attempt's cap and the share of
+	// it spent (tasks.Result.BudgetUSD, BudgetShare); 0 without a cap.
+	BudgetUSD float64 `json:"budget,omitempty"`
+	Share     float64 `json:"share"`
+	Steps     int     `json:"steps"`
+	Seconds   float64 `json:"seconds"`
+	Attempts  int     `json:"attempts"`
+	Branch    string  `json:"branch,omitempty"`
 	// Why is the first line of the error, or of the summary, shortened.
 	Why string `json:"why,omitempty"`
 	// Page is the task's page, relative to the index; empty when it has
@@ -178,7 +182,7 @@ func (r *Run) Rows() []Row {
 		l := t.Latest()
 		row := Row{ID: t.ID, Status: t.Status(), Repo: l.Repo, CostUSD: t.Cost(), Steps: l.Steps,
 			Seconds: time.Duration(l.Duration).Seconds(), Attempts: len(t.Attempts), Branch: l.Branch,
-			Why: why(l)}
+			Why: why(l), BudgetUSD: l.BudgetUSD, Share: l.BudgetShare}
 		if t.State == StateFinished {
 			row.Page = PagePath(t.ID)
 		}

@@ -63,6 +63,8 @@
     st.appendChild(badge);
     cell(tr, r.repo, "mono");
     cell(tr, money(r.cost), "num");
+    const share = cell(tr, r.budget ? Math.round(100 * (r.share || 0)) + "%" : "", "num share");
+    if (r.budget) share.title = "of its " + money(r.budget) + " budget";
     cell(tr, String(r.steps), "num");
     cell(tr, duration(r.seconds), "num");
     cell(tr, r.attempts > 1 ? String(r.attempts) : "", "num");
