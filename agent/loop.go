@@ -41,6 +41,7 @@ type Agent struct {
 	// finalNoticed: the model was told that the budget left pays only
 	// for a final call.
 	finalNoticed bool
+	sub          delegation // see delegate.go
 }
 
 // New prepares an agent; nothing runs until Run.
@@ -53,7 +54,7 @@ func New(model Model, sb sandbox.Sandbox, task Task, cfg Config) *Agent {
 		runCommand{limit: a.timeLeft},
 		askQuestion{ask: cfg.Ask, asked: &a.questions},
 	}
-	tools = append(append(tools, cfg.HostTools...), completeTool{})
+	tools = append(append(append(tools, a.delegationTools()...), cfg.HostTools...), completeTool{})
 	for _, t := range tools {
 		spec := t.Spec()
 		if _, dup := a.tools[spec.Name]; dup {
@@ -442,6 +443,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 				break
 			}
 			var cerr error
+			a.sub.callID = c.ID
 			out, cerr = tool.Call(ctx, a.sb, json.RawMessage(orEmptyObject(c.Arguments)))
 			var argErr *errArgs
 			switch {
