@@ -187,6 +187,10 @@ func (a *Agent) delegate(ctx context.Context, task string, asked int, isolated b
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	if out.Status == StatusInterrupted {
+		// The person attending the run ended it at a prompt.
+		return "", fmt.Errorf("%w: sub-agent %s: %s", ErrNotApproved, id, out.Error)
+	}
 	if out.Status == StatusSandboxError && !isolated {
 		return "", fmt.Errorf("%w: sub-agent %s: %s", ErrSandbox, id, out.Error)
 	}
@@ -255,8 +259,8 @@ func (t applyPatchTool) Call(ctx context.Context, sb sandbox.Sandbox, raw json.R
 
 // applyPatch applies a kept patch whole, or nothing of it: every file
 // passes the policy pipeline as a write_file of its path would (a removal
-// is asked about as a write_file with "delete": true), and must still be
-// as the sub-agent's copy found it.
+// is asked about as a write_file with "delete": true), approval included,
+// and must still be as the sub-agent's copy found it.
 func (a *Agent) applyPatch(ctx context.Context, sb sandbox.Sandbox, id string) (string, error) {
 	p, ok := a.sub.patches[id]
 	if !ok {
@@ -289,6 +293,22 @@ func (a *Agent) applyPatch(ctx context.Context, sb sandbox.Sandbox, id string) (
 		}
 		if !same {
 			return "", fmt.Errorf("the patch was not applied: %s changed in this workspace since the sub-agent's copy was made", c.Path)
+		}
+	}
+	// In an attended run the person is asked about each file, as about a
+	// write_file (a removal as a write of nothing), after the policy.
+	for _, c := range p.Changes {
+		raw, _ := json.Marshal(map[string]any{"path": c.Path, "content": string(c.Content)})
+		_, ans, err := a.approval(ctx, ToolCall{Name: "write_file", Arguments: string(raw)})
+		if err != nil {
+			return "", err
+		}
+		if !ans.Allow {
+			reason := strings.TrimSpace(ans.Reason)
+			if reason == "" {
+				reason = "no reason given"
+			}
+			return "", fmt.Errorf("the patch was not applied: %s was not approved by the person attending the run, who said: %s", c.Path, reason)
 		}
 	}
 	for _, c := range p.Changes {

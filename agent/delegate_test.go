@@ -263,3 +263,41 @@ func TestDelegateCancelClosesIsolatedSandbox(t *testing.T) {
 		t.Errorf("the isolated sandbox answers after the run: %v", err)
 	}
 }
+
+// In an attended run the person is asked about a sub-agent's calls and
+// about each file of a patch before it is applied; a refusal leaves the
+// workspace as it was.
+func TestDelegateAttendedPatchAsksThePerson(t *testing.T) {
+	sb := newMemSandbox(map[string]string{"README.md": "# Helo\n"})
+	srv := fakellm.New(t,
+		fakellm.ToolCall("delegate", `{"task":"Fix README.md.","isolated":true}`),
+		fakellm.ToolCall("edit_file", `{"path":"README.md","old_string":"Helo","new_string":"Hello"}`),
+		fakellm.ToolCall("complete", `{"summary":"fixed"}`),
+		fakellm.ToolCall("apply_patch", `{"id":"p1"}`),
+		fakellm.ToolCall("complete", `{"summary":"tried"}`),
+	)
+	var mu sync.Mutex
+	var asked []string
+	approve := func(_ context.Context, r ApprovalRequest) (Approval, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r.Tool+" "+r.Path)
+		if r.Tool == "write_file" {
+			return Approval{Reason: "not that file"}, nil
+		}
+		return Approval{Allow: true}, nil
+	}
+	iso := &memIsolator{}
+	a, _ := newTestAgent(t, srv, sb, Config{Approve: approve, Delegate: Delegation{MaxDepth: 1, Isolate: iso.isolate}})
+	a.Run(context.Background())
+	if got := sb.file("README.md"); got != "# Helo\n" {
+		t.Errorf("README.md = %q after the person refused the patch", got)
+	}
+	if want := []string{"edit_file README.md", "write_file README.md"}; !slices.Equal(asked, want) {
+		t.Errorf("asked about %q, want %q", asked, want)
+	}
+	last := srv.Requests()[4].Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "not that file") {
+		t.Errorf("apply_patch result = %q, want the person's reason", got)
+	}
+}

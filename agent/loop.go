@@ -449,7 +449,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 			switch {
 			case ctx.Err() != nil:
 				return "", false, ctx.Err()
-			case errors.Is(cerr, ErrSandbox):
+			case errors.Is(cerr, ErrSandbox), errors.Is(cerr, ErrNotApproved):
 				return "", false, cerr
 			case errors.As(cerr, &argErr):
 				out, isErr, malformed = "Error: "+argErr.msg+"; the call was not run.", true, true
