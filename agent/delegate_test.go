@@ -301,3 +301,29 @@ func TestDelegateAttendedPatchAsksThePerson(t *testing.T) {
 		t.Errorf("apply_patch result = %q, want the person's reason", got)
 	}
 }
+
+// A bug that panics while an isolated sub-agent works still closes its
+// sandbox on the way out.
+func TestDelegatePanicClosesIsolatedSandbox(t *testing.T) {
+	iso := &memIsolator{}
+	srv := fakellm.New(t, fakellm.ToolCall("delegate", `{"task":"Work.","isolated":true}`),
+		fakellm.ToolCall("run_command", `{"command":"boom"}`))
+	a, _ := newTestAgent(t, srv, newMemSandbox(nil), Config{Delegate: Delegation{MaxDepth: 1, Isolate: func(ctx context.Context, p sandbox.Sandbox) (Isolated, error) {
+		i, err := iso.isolate(ctx, p)
+		if err == nil {
+			i.(*memIsolated).sb.exec = func(string) (sandbox.ExecResult, error) { panic("a bug") }
+		}
+		return i, err
+	}}})
+	func() {
+		defer func() {
+			if v := recover(); v != "a bug" {
+				t.Errorf("recovered %v, want the panic", v)
+			}
+		}()
+		a.Run(context.Background())
+	}()
+	if started := iso.all(); len(started) != 1 || !started[0].closed {
+		t.Fatalf("isolated sandboxes: %d, want one, closed", len(started))
+	}
+}

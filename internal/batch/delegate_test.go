@@ -11,6 +11,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/internal/fakellm"
+	"github.com/runner-dev/runner/internal/policy"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -127,5 +128,46 @@ func TestDelegateCancelClosesIsolatedSandbox(t *testing.T) {
 	}
 	if left := runContainers(t, run); len(left) != 0 {
 		t.Errorf("sandboxes left: %q", left)
+	}
+}
+
+// An isolated sub-agent that changes a protected path (with a command,
+// which the file tools' check does not see) leaves a patch that apply_patch
+// refuses whole; the task goes on and its branch has none of it.
+func TestDelegatePatchOnProtectedPathRefused(t *testing.T) {
+	repo := fixtureRepo(t)
+	store, err := tasks.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv := fakellm.New(t,
+		fakellm.ToolCall("delegate", `{"task":"Change CI.","isolated":true}`),
+		fakellm.ToolCall("run_command", `{"command":"mkdir -p .github/workflows && echo evil > .github/workflows/ci.yml && echo ok > notes.txt"}`),
+		fakellm.ToolCall("complete", `{"summary":"changed"}`),
+		fakellm.ToolCall("apply_patch", `{"id":"p1"}`),
+		fakellm.ToolCall("write_file", `{"path":"own.txt","content":"mine\n"}`),
+		fakellm.ToolCall("complete", `{"summary":"the patch was refused"}`),
+	)
+	queue := []tasks.Task{{
+		ID: "protected", Repo: repo, Prompt: "Delegate.", Image: dockertest.Busybox(t), Model: "gpt-4o-mini",
+		BudgetUSD: 1, Delegate: tasks.Delegate{MaxDepth: 1},
+		Policy: policy.Policy{Protected: []string{".github/"}},
+	}}
+	sum, err := Run(context.Background(), queue, Options{RunID: dockertest.RunID}, deps(t, store, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sum.Results[0]; r.Status != tasks.StatusSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	files := strings.Fields(git(t, repo, "ls-tree", "-r", "--name-only", "agent/protected"))
+	if want := []string{"README.md", "own.txt"}; !slices.Equal(files, want) {
+		t.Errorf("files on the branch = %q, want %q", files, want)
+	}
+	reqs := srv.Requests()
+	last := reqs[4].Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, ".github/workflows/ci.yml") || !strings.Contains(got, "protected path") {
+		t.Errorf("apply_patch result = %q, want a refusal naming the protected path", got)
 	}
 }
