@@ -27,7 +27,9 @@ const DefaultDelegateSteps = 30
 // prompt and the subtask), the same tools, policy, approval and meter, and
 // the same model; its model calls count against the task's steps and
 // budget, and its events are nested in the trajectory (Event.Agent). Its
-// final summary is the delegate call's result.
+// final summary is the delegate call's result. A sub-agent never spends
+// the share kept for the task agent's final call (Config.FinalReserve):
+// it ends as budget_exhausted where the task agent would be told to finish.
 type Delegation struct {
 	// MaxDepth is how deeply sub-agents may nest: 1 lets the agent
 	// delegate but not its sub-agents. 0 offers no delegate tool.

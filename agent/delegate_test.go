@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/runner-dev/runner/budget"
 	"github.com/runner-dev/runner/internal/fakellm"
 	"github.com/runner-dev/runner/internal/policy"
 	"github.com/runner-dev/runner/sandbox"
@@ -325,5 +326,36 @@ func TestDelegatePanicClosesIsolatedSandbox(t *testing.T) {
 	}()
 	if started := iso.all(); len(started) != 1 || !started[0].closed {
 		t.Fatalf("isolated sandboxes: %d, want one, closed", len(started))
+	}
+}
+
+// A sub-agent that runs out of budget leaves the share kept for the final
+// call to the task's agent, which is told to finish and can.
+func TestDelegateLeavesTheFinalReserve(t *testing.T) {
+	srv := fakellm.New(t, fakellm.ToolCall("delegate", `{"task":"Spend."}`).WithUsage(1000, 10, 0))
+	srv.Forever(fakellm.Func(func(r fakellm.Request) fakellm.Turn {
+		if strings.Contains(r.Messages[len(r.Messages)-1].Content, "Budget notice") {
+			return fakellm.ToolCall("complete", `{"summary":"finished in time"}`).WithUsage(1000, 10, 0)
+		}
+		return fakellm.ToolCall("run_command", `{"command":"x"}`).WithUsage(1000, 10, 0)
+	}))
+	meter, _ := budget.NewMeter(0.004, nil)
+	a, traj := newTestAgent(t, srv, newMemSandbox(nil), Config{Meter: meter, MaxSteps: 1000, MaxCompletionTokens: 500,
+		FinalReserve: 0.1, Delegate: Delegation{MaxDepth: 1, MaxSteps: 1000}})
+	out := a.Run(context.Background())
+	if out.Status != StatusCompleted || out.Summary != "finished in time" {
+		t.Fatalf("outcome %s (%s) %q, want completed after the notice", out.Status, out.Error, out.Summary)
+	}
+	var subEnd *Event
+	for _, e := range events(t, traj) {
+		if e.Type == EventStatus && e.Agent == "1" {
+			subEnd = &e
+		}
+		if e.Type == EventMessage && e.Agent != "" && strings.Contains(e.Message.Content, "Budget notice") {
+			t.Errorf("a sub-agent was given the final notice")
+		}
+	}
+	if subEnd == nil || subEnd.Status != StatusBudgetExhausted {
+		t.Errorf("the sub-agent ended %+v, want budget_exhausted", subEnd)
 	}
 }

@@ -229,7 +229,7 @@ func (a *Agent) requestEvent(h held, msgs int, maxCompletion int64, attempt int,
 // may use the reserve.
 func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64, purpose string) (Response, error) {
 	h, err := a.admit(ctx, msgs, tools, maxCompletion, purpose == "")
-	if err != nil && purpose == "" && a.finalReserve() > 0 && errors.Is(err, budget.ErrExhausted) && !errors.Is(err, budget.ErrOverrun) {
+	if err != nil && purpose == "" && a.cfg.Delegate.depth == 0 && a.finalReserve() > 0 && errors.Is(err, budget.ErrExhausted) && !errors.Is(err, budget.ErrOverrun) {
 		a.finalNoticed = true
 		a.add(Message{Role: RoleUser, Content: a.finalNotice()})
 		msgs = a.history
