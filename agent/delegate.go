@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 
 	"github.com/runner-dev/runner/sandbox"
@@ -269,6 +270,9 @@ func (a *Agent) applyPatch(ctx context.Context, sb sandbox.Sandbox, id string) (
 		return "", fmt.Errorf("there is no patch %q to apply (patches are named in delegate results, and apply once)", id)
 	}
 	for _, c := range p.Changes {
+		if clean := path.Clean(c.Path); clean != c.Path || path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+			return "", fmt.Errorf("the patch was not applied: %q is not a path inside the workspace", c.Path)
+		}
 		args := map[string]any{"path": c.Path, "content": string(c.Content)}
 		if c.Delete {
 			args = map[string]any{"path": c.Path, "delete": true}

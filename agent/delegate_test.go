@@ -241,17 +241,11 @@ func TestDelegateCancelClosesIsolatedSandbox(t *testing.T) {
 	sb := newMemSandbox(nil)
 	iso := &memIsolator{}
 	srv := fakellm.New(t, fakellm.ToolCall("delegate", `{"task":"Work.","isolated":true}`),
-		fakellm.ToolCall("run_command", `{"command":"wait"}`))
-	a, _ := newTestAgent(t, srv, sb, Config{Delegate: Delegation{MaxDepth: 1, Isolate: func(ctx context.Context, p sandbox.Sandbox) (Isolated, error) {
-		i, err := iso.isolate(ctx, p)
-		if err == nil {
-			i.(*memIsolated).sb.exec = func(string) (sandbox.ExecResult, error) {
-				cancel() // the user stops the run while the sub-agent's command runs
-				return sandbox.ExecResult{}, context.Canceled
-			}
-		}
-		return i, err
-	}}})
+		fakellm.Func(func(fakellm.Request) fakellm.Turn {
+			cancel() // the user stops the run while the sub-agent waits for the model
+			return fakellm.Hang()
+		}))
+	a, _ := newTestAgent(t, srv, sb, Config{Delegate: Delegation{MaxDepth: 1, Isolate: iso.isolate}})
 	out := a.Run(ctx)
 	if out.Status != StatusInterrupted {
 		t.Errorf("status %s (%s), want interrupted", out.Status, out.Error)
