@@ -98,6 +98,9 @@ type Config struct {
 	// call is not run and the model is told the person's reason; an error
 	// ends the run. nil runs every call the policy allows.
 	Approve func(ctx context.Context, req ApprovalRequest) (Approval, error)
+	// Delegate offers the delegate tool for sub-agents (see Delegation);
+	// its zero value offers none.
+	Delegate Delegation
 	// Trajectory records every event; nil records nothing.
 	Trajectory *Trajectory
 	// Now is the clock; nil means time.Now.

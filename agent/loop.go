@@ -41,6 +41,7 @@ type Agent struct {
 	// finalNoticed: the model was told that the budget left pays only
 	// for a final call.
 	finalNoticed bool
+	sub          delegation // see delegate.go
 }
 
 // New prepares an agent; nothing runs until Run.
@@ -53,7 +54,7 @@ func New(model Model, sb sandbox.Sandbox, task Task, cfg Config) *Agent {
 		runCommand{limit: a.timeLeft},
 		askQuestion{ask: cfg.Ask, asked: &a.questions},
 	}
-	tools = append(append(tools, cfg.HostTools...), completeTool{})
+	tools = append(append(append(tools, a.delegationTools()...), cfg.HostTools...), completeTool{})
 	for _, t := range tools {
 		spec := t.Spec()
 		if _, dup := a.tools[spec.Name]; dup {
@@ -228,7 +229,7 @@ func (a *Agent) requestEvent(h held, msgs int, maxCompletion int64, attempt int,
 // may use the reserve.
 func (a *Agent) call(ctx context.Context, msgs []Message, tools []ToolSpec, maxCompletion int64, purpose string) (Response, error) {
 	h, err := a.admit(ctx, msgs, tools, maxCompletion, purpose == "")
-	if err != nil && purpose == "" && a.finalReserve() > 0 && errors.Is(err, budget.ErrExhausted) && !errors.Is(err, budget.ErrOverrun) {
+	if err != nil && purpose == "" && a.cfg.Delegate.depth == 0 && a.finalReserve() > 0 && errors.Is(err, budget.ErrExhausted) && !errors.Is(err, budget.ErrOverrun) {
 		a.finalNoticed = true
 		a.add(Message{Role: RoleUser, Content: a.finalNotice()})
 		msgs = a.history
@@ -442,12 +443,13 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 				break
 			}
 			var cerr error
+			a.sub.callID = c.ID
 			out, cerr = tool.Call(ctx, a.sb, json.RawMessage(orEmptyObject(c.Arguments)))
 			var argErr *errArgs
 			switch {
 			case ctx.Err() != nil:
 				return "", false, ctx.Err()
-			case errors.Is(cerr, ErrSandbox):
+			case errors.Is(cerr, ErrSandbox), errors.Is(cerr, ErrNotApproved):
 				return "", false, cerr
 			case errors.As(cerr, &argErr):
 				out, isErr, malformed = "Error: "+argErr.msg+"; the call was not run.", true, true

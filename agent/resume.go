@@ -86,6 +86,9 @@ func (hist *History) replay(red *redact.Redactor, r io.Reader) error {
 		if err := json.Unmarshal(clean, &e); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
+		if e.Agent != "" {
+			continue // a sub-agent's: not in this history
+		}
 		if hist.Messages, err = applyEvent(hist.Messages, e); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}

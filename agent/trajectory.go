@@ -37,6 +37,12 @@ type Event struct {
 	Time time.Time `json:"time"`
 	Type string    `json:"type"`
 	Step int       `json:"step,omitempty"`
+	// Agent names the sub-agent that recorded the event ("1", "1.2": the
+	// second sub-agent of sub-agent 1), "" for the task's agent;
+	// ParentCall is the delegate call that started it. A sub-agent's
+	// events are not part of its parent's history.
+	Agent      string `json:"agent,omitempty"`
+	ParentCall string `json:"parent_call,omitempty"`
 
 	Message *WireMessage `json:"message,omitempty"`
 	Tools   []string     `json:"tools,omitempty"`
@@ -160,6 +166,9 @@ type Trajectory struct {
 	redact  *redact.Redactor
 	err     error
 	observe func(Event)
+	// parent, when set, gets every event, marked as agent's (see nested).
+	parent           *Trajectory
+	agent, callOfSub string
 }
 
 // NewTrajectory writes to w, hiding the given secret values and anything
@@ -172,6 +181,13 @@ func NewTrajectory(w io.Writer, secrets ...string) *Trajectory {
 // later events are dropped: a full disk must not stop the agent.
 func (t *Trajectory) Record(e Event) {
 	if t == nil {
+		return
+	}
+	if t.parent != nil {
+		if e.Agent == "" {
+			e.Agent, e.ParentCall = t.agent, t.callOfSub
+		}
+		t.parent.Record(e)
 		return
 	}
 	if e.Time.IsZero() {
@@ -226,10 +242,22 @@ func (t *Trajectory) redactLine(line []byte) []byte {
 	return []byte(t.redact.String(string(line)))
 }
 
+// nested is the trajectory of a sub-agent: its events go to t, marked
+// with the sub-agent's id and the call that started it.
+func (t *Trajectory) nested(agent, call string) *Trajectory {
+	if t == nil {
+		return nil
+	}
+	return &Trajectory{parent: t, agent: agent, callOfSub: call}
+}
+
 // Err is the first write error, if any.
 func (t *Trajectory) Err() error {
 	if t == nil {
 		return nil
+	}
+	if t.parent != nil {
+		return t.parent.Err()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -101,6 +101,7 @@ func merge(d, s *spec) Task {
 		Policy:     mergePolicy(d, s),
 		MCPServers: slices.Clone(deref(pick(s.MCPServers, d.MCPServers))),
 		Exclude:    mergeExclude(d, s),
+		Delegate:   deref(pick(s.Delegate, d.Delegate)),
 	}
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID

@@ -26,7 +26,8 @@
 // (Go regular expressions), pre_tool_hook (an executable on the host) and
 // hook_timeout; and exclude (gitignore patterns for untracked build and
 // cache artifacts left out of the commit; DefaultExclude when unset, none
-// when []). All but id, prompt, prompt_file and branch may also be set
+// when []); and delegate (true, or {max_depth, max_steps}: sub-agents
+// the agent may hand subtasks to; off when unset). All but id, prompt, prompt_file and branch may also be set
 // in defaults; limits and env merge key by key, the other keys (lists
 // included) are replaced whole. max_prompt_size (default 4m) may only be set
 // in defaults: it caps every prompt of the file. Relative repo paths, prompt

@@ -50,6 +50,8 @@ type spec struct {
 	mcp *MCPServer
 	// Exclude is set to an empty list by exclude: [].
 	Exclude *[]string
+	// Delegate is the delegate key (see tasks/delegate.go).
+	Delegate *Delegate
 }
 
 // field is one key a task may hold.
@@ -212,6 +214,7 @@ var taskFields = []field{
 	{"hook_timeout", false, decodeHookTimeout},
 	{"mcp_servers", false, decodeMCPServers},
 	{"exclude", false, decodeExclude},
+	{"delegate", false, decodeDelegate},
 }
 
 // decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.

@@ -120,6 +120,9 @@ type Task struct {
 	// or the defaults set exclude ([] for none, replacing the defaults'
 	// list whole).
 	Exclude []string
+	// Delegate lets the agent hand subtasks to sub-agents; off unless
+	// the task or the defaults set delegate.
+	Delegate Delegate
 	// Source is where the task was written.
 	Source Source
 }

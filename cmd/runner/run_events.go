@@ -29,6 +29,7 @@ type event struct {
 	// phase, step
 	Phase   string `json:"phase,omitempty"`
 	Step    int    `json:"step,omitempty"`
+	Agent   string `json:"agent,omitempty"` // step: the sub-agent's id
 	Purpose string `json:"purpose,omitempty"`
 	// step
 	CostUSD     *float64      `json:"cost_usd,omitempty"`

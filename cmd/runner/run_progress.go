@@ -172,7 +172,7 @@ func (g *runProgress) Phase(t tasks.Task, p batch.Phase, step int) {
 func (g *runProgress) Step(t tasks.Task, s batch.Step) {
 	g.board.Spend(t.ID, s.TaskUSD, s.RunUSD)
 	tokens := s.Tokens
-	g.events.emit(event{Event: "step", Task: t.ID, Step: s.N, Purpose: s.Purpose, CostUSD: &s.CostUSD, Tokens: &tokens,
+	g.events.emit(event{Event: "step", Task: t.ID, Step: s.N, Agent: s.Agent, Purpose: s.Purpose, CostUSD: &s.CostUSD, Tokens: &tokens,
 		TaskCostUSD: &s.TaskUSD, RunCostUSD: &s.RunUSD, Failed: s.Failed})
 	g.redraw()
 }

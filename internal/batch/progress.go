@@ -22,8 +22,10 @@ const (
 
 // Step is a model call that returned, with what it cost.
 type Step struct {
-	// N numbers the task's model calls from 1.
-	N int
+	// N numbers the task's model calls from 1, or a sub-agent's, of
+	// which Agent is the id ("1", "1.2"; see agent.Event.Agent).
+	N     int
+	Agent string
 	// Purpose is "" for a step of the task, "compaction" for a summary of
 	// the history.
 	Purpose string
@@ -68,10 +70,10 @@ func (w *work) watchSteps(meter, run *budget.Meter) {
 	}
 	w.traj.Observe(func(e agent.Event) {
 		switch {
-		case e.Type == agent.EventRequest:
+		case e.Type == agent.EventRequest && e.Agent == "":
 			pp.Phase(w.task, PhaseStep, e.Step)
 		case e.Type == agent.EventResponse:
-			s := Step{N: e.Step, Purpose: e.Purpose, CostUSD: e.CostUSD, Failed: e.Usage == nil,
+			s := Step{N: e.Step, Agent: e.Agent, Purpose: e.Purpose, CostUSD: e.CostUSD, Failed: e.Usage == nil,
 				TaskUSD: meter.Summary().SpentUSD, RunUSD: run.Summary().SpentUSD}
 			if e.Usage != nil {
 				s.Tokens = tasks.Tokens{In: e.Usage.PromptTokens, Cached: e.Usage.CachedTokens, Out: e.Usage.CompletionTokens}

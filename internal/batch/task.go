@@ -119,6 +119,8 @@ type work struct {
 	// work (see execCheck): then nothing is committed.
 	lost   error
 	egress *egressWatch // nil without an allowlist
+	// sbConfig is the configuration the task's sandbox started with.
+	sbConfig sandbox.Config
 }
 
 func (w *work) fail(status tasks.Status, err error) {
@@ -202,6 +204,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 		w.egress = &egressWatch{traj: w.traj, halt: stopWork}
 		cfg.Network, cfg.Egress, cfg.EgressReport = "", t.Allow, w.egress.report
 	}
+	w.sbConfig = cfg
 	sb, err := w.deps.StartSandbox(ctx, cfg)
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
@@ -300,6 +303,7 @@ func (w *work) work(ctx context.Context, meter *budget.Meter) (tasks.Status, str
 		cfg.Egress = t.Allow
 	}
 	cfg.Ask, cfg.Approve, cfg.Trajectory, cfg.Policy = w.deps.Ask, w.deps.Approve, w.traj, t.Policy
+	cfg.Delegate = agent.Delegation{MaxDepth: t.Delegate.MaxDepth, MaxSteps: t.Delegate.MaxSteps, Isolate: w.isolator(w.sbConfig)}
 	a := agent.New(model, w.sb, agent.Task{ID: t.ID, Prompt: t.Prompt}, cfg)
 	var out agent.Outcome
 	if c := w.plan.cont; c != nil {

@@ -42,6 +42,8 @@ const maxResultLines = 20
 type textWriter struct {
 	w     *bufio.Writer
 	color bool
+	// pad starts every line written: the nesting of a sub-agent's entries.
+	pad string
 }
 
 // painted is text escaped and coloured by paint, printed as it is.
@@ -64,7 +66,21 @@ func (t *textWriter) line(format string, a ...any) {
 			a[i] = termsafe.Escape(s)
 		}
 	}
-	fmt.Fprintf(t.w, format+"\n", a...)
+	t.write(fmt.Sprintf(format+"\n", a...))
+}
+
+// write writes lines already escaped, each after the pad but blank ones.
+func (t *textWriter) write(s string) {
+	if t.pad != "" {
+		lines := strings.SplitAfter(s, "\n")
+		for i, l := range lines {
+			if l != "" && l != "\n" {
+				lines[i] = t.pad + l
+			}
+		}
+		s = strings.Join(lines, "")
+	}
+	t.w.WriteString(s)
 }
 
 // block writes untrusted multi-line text, each line escaped and indented.
@@ -75,7 +91,7 @@ func (t *textWriter) block(indent, text string, max int) {
 			t.line("%s%s", indent, t.paint(ansiDim, fmt.Sprintf("… %d more line(s)", len(lines)-max)))
 			return
 		}
-		fmt.Fprintf(t.w, "%s%s\n", indent, termsafe.Escape(expandTabs(strings.TrimSuffix(l, "\r"))))
+		t.write(indent + termsafe.Escape(expandTabs(strings.TrimSuffix(l, "\r"))) + "\n")
 	}
 }
 
@@ -294,21 +310,29 @@ func (t *textWriter) timeline(tl *Timeline) {
 		t.line("\n%s", t.paint(ansiBold, "prompt"))
 		t.text("  ", tl.Prompt, 0)
 	}
+	defer func() { t.pad = "" }()
 	for _, e := range tl.Entries {
+		// A sub-agent's entries are indented under the delegate call
+		// that started it, and named.
+		t.pad = strings.Repeat("    ", e.Depth)
+		who, of := "the agent", ""
+		if e.Agent != "" {
+			who, of = "sub-agent "+e.Agent, "sub-agent "+e.Agent+" · "
+		}
 		at := ""
 		if !tl.Start.IsZero() && !e.Time.IsZero() {
 			at = "+" + formatDuration(e.Time.Sub(tl.Start))
 		}
 		switch e.Kind {
 		case KindMessage:
-			t.line("\n%s %s", t.paint(ansiBold, "message to the agent"), at)
+			t.line("\n%s %s", t.paint(ansiBold, "message to "+who), at)
 			t.text("  ", e.Text, 0)
 		case KindStep:
 			purpose := ""
 			if e.Purpose != "" {
 				purpose = " (" + e.Purpose + ")"
 			}
-			t.line("\n%s %s · $%.4f · %s in (%s cached) / %s out · %s", t.paint(ansiBold, fmt.Sprintf("step %d%s", e.Step, purpose)),
+			t.line("\n%s %s · $%.4f · %s in (%s cached) / %s out · %s", t.paint(ansiBold, fmt.Sprintf("%sstep %d%s", of, e.Step, purpose)),
 				at, e.CostUSD, formatNum(e.Tokens.PromptTokens), formatNum(e.Tokens.CachedTokens),
 				formatNum(e.Tokens.CompletionTokens), formatDuration(e.Latency))
 			if e.Error != "" {
@@ -331,7 +355,7 @@ func (t *textWriter) timeline(tl *Timeline) {
 			t.line("\n%s %s → %s %s", t.paint(ansiBold, "check"), e.Command, t.paint(code, e.Status), at)
 			t.text("  ", e.Text, maxResultLines)
 		case KindEnd:
-			t.line("\n%s %s after %d step(s) %s", t.paint(ansiBold, "the agent ended:"), e.Status, e.Step, at)
+			t.line("\n%s %s after %d step(s) %s", t.paint(ansiBold, who+" ended:"), e.Status, e.Step, at)
 			if e.Error != "" {
 				t.line("  %s", e.Error)
 			}

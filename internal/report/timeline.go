@@ -63,6 +63,10 @@ type Entry struct {
 	Kind string
 	Time time.Time
 	Step int
+	// Agent is the sub-agent the entry is of ("1", "1.2"), "" for the
+	// task's agent; Depth is how deeply it is nested (0 for the task's).
+	Agent string
+	Depth int
 
 	// message
 	Role string
@@ -224,10 +228,19 @@ func (tl *Timeline) add(e agent.Event) {
 	if tl.Start.IsZero() {
 		tl.Start = e.Time
 	}
+	// A sub-agent's entries are marked as its own, and its steps are
+	// kept apart from its parent's.
+	defer tl.markAgent(len(tl.Entries), e.Agent)
 	switch e.Type {
 	case agent.EventTask:
+		if e.Agent != "" {
+			return // its task comes as its first message
+		}
 		tl.Prompt, tl.Model, tl.Tools = clip(e.Text, maxText), e.Model, e.Tools
 	case agent.EventContinue:
+		if e.Agent != "" {
+			return
+		}
 		// The history goes on from the earlier attempt's; the message
 		// telling the agent to go on comes next, shown as a message.
 		tl.Model, tl.Tools = e.Model, e.Tools
@@ -235,7 +248,7 @@ func (tl *Timeline) add(e agent.Event) {
 		if e.Message == nil || e.Message.Role == "system" {
 			return // the system prompt is runner's own, the same for every task
 		}
-		if e.Step == 0 && len(tl.Entries) == 0 && !tl.Prompt.empty() {
+		if e.Agent == "" && e.Step == 0 && len(tl.Entries) == 0 && !tl.Prompt.empty() {
 			return // the task's prompt, shown as Prompt
 		}
 		tl.Entries = append(tl.Entries, Entry{Kind: KindMessage, Time: e.Time, Step: e.Step, Role: e.Message.Role,
@@ -244,7 +257,7 @@ func (tl *Timeline) add(e agent.Event) {
 		tl.Entries = append(tl.Entries, Entry{Kind: KindStep, Time: e.Time, Step: e.Step, Purpose: e.Purpose, ReservedUSD: e.ReservedUSD})
 		tl.Steps++
 	case agent.EventResponse:
-		s := tl.step(e.Step)
+		s := tl.step(e.Agent, e.Step)
 		if s == nil {
 			tl.Entries = append(tl.Entries, Entry{Kind: KindStep, Time: e.Time, Step: e.Step, Purpose: e.Purpose})
 			s = &tl.Entries[len(tl.Entries)-1]
@@ -274,7 +287,7 @@ func (tl *Timeline) add(e agent.Event) {
 		}
 	case agent.EventRetry:
 		if e.Step == 0 { // the model's retries do not know the step: it is the one under way
-			e.Step = tl.lastStep()
+			e.Step = tl.lastStep(e.Agent)
 		}
 		tl.Entries = append(tl.Entries, Entry{Kind: KindRetry, Time: e.Time, Step: e.Step, Attempt: e.Attempt,
 			Wait: time.Duration(e.WaitMS) * time.Millisecond, Error: e.Error})
@@ -292,11 +305,12 @@ func (tl *Timeline) add(e agent.Event) {
 	}
 }
 
-// step returns the latest entry of model call n, if it is still open.
-func (tl *Timeline) step(n int) *Entry {
+// step returns the latest entry of model call n of an agent, if it is
+// still open.
+func (tl *Timeline) step(agent string, n int) *Entry {
 	for i := len(tl.Entries) - 1; i >= 0; i-- {
 		e := &tl.Entries[i]
-		if e.Kind == KindStep {
+		if e.Kind == KindStep && e.Agent == agent {
 			if e.Step == n {
 				return e
 			}
@@ -306,10 +320,10 @@ func (tl *Timeline) step(n int) *Entry {
 	return nil
 }
 
-// lastStep is the number of the latest model call.
-func (tl *Timeline) lastStep() int {
+// lastStep is the number of the latest model call of an agent.
+func (tl *Timeline) lastStep(agent string) int {
 	for i := len(tl.Entries) - 1; i >= 0; i-- {
-		if tl.Entries[i].Kind == KindStep {
+		if tl.Entries[i].Kind == KindStep && tl.Entries[i].Agent == agent {
 			return tl.Entries[i].Step
 		}
 	}
@@ -324,7 +338,7 @@ func (tl *Timeline) call(e agent.Event) *Call {
 	if e.Message != nil {
 		id = e.Message.ToolCallID
 	}
-	s := tl.step(e.Step)
+	s := tl.step(e.Agent, e.Step)
 	if s == nil {
 		tl.Entries = append(tl.Entries, Entry{Kind: KindStep, Time: e.Time, Step: e.Step})
 		s = &tl.Entries[len(tl.Entries)-1]
