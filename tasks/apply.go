@@ -102,6 +102,8 @@ func merge(d, s *spec) Task {
 		MCPServers: slices.Clone(deref(pick(s.MCPServers, d.MCPServers))),
 		Exclude:    mergeExclude(d, s),
 	}
+	t.Image, t.Build = mergeImage(d, s)
+	t.CACerts = slices.Clone(deref(pick(s.CACerts, d.CACerts)))
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID
 	}

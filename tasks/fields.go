@@ -50,6 +50,10 @@ type spec struct {
 	mcp *MCPServer
 	// Exclude is set to an empty list by exclude: [].
 	Exclude *[]string
+	// build is the image key's build from the repository, if it asks one.
+	build *ImageBuild
+	// CACerts is the PEM bundle of ca_certs.
+	CACerts *[]byte
 }
 
 // field is one key a task may hold.
@@ -139,6 +143,7 @@ var taskFields = []field{
 				return
 			}
 			s.Image = &img
+			checkImage(r, v, a, s, img)
 		}
 	}},
 	{"runtime", false, func(r *reader, v *yaml.Node, a at, s *spec) {
@@ -212,6 +217,7 @@ var taskFields = []field{
 	{"hook_timeout", false, decodeHookTimeout},
 	{"mcp_servers", false, decodeMCPServers},
 	{"exclude", false, decodeExclude},
+	{"ca_certs", false, decodeCACerts},
 }
 
 // decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.
