@@ -96,6 +96,11 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 			return nil, err
 		}
 	}
+	if len(cfg.CACerts) > 0 {
+		if err := d.installCACerts(ctx, cfg.CACerts); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return d, nil
 }
