@@ -126,6 +126,7 @@ func continueTask(ctx context.Context, d *deps, opts *continueOptions) error {
 	}, batch.Options{RunID: runID, Agent: opts.model.agentConfig()}, batch.Deps{
 		Store:        store,
 		StartSandbox: e.Start,
+		BuildImage:   buildImage(e),
 		ImageExists:  imageExists(e),
 		NewModel:     opts.model.factory(endpoint),
 		Endpoint:     endpoint,

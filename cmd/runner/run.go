@@ -164,6 +164,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	}, batch.Deps{
 		Store:        store,
 		StartSandbox: e.Start,
+		BuildImage:   buildImage(e),
 		ImageExists:  imageExists(e),
 		NewModel:     opts.model.factory(endpoint),
 		Endpoint:     endpoint,

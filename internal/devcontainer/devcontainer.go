@@ -210,3 +210,24 @@ func CheckInRepo(root, name string) error {
 	}
 	return nil
 }
+
+// CheckDirInRepo returns an error when name (slash-separated, relative to
+// root) is not a directory of the repository at root, reached without
+// following a symlink out of it.
+func CheckDirInRepo(root, name string) error {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	st, err := r.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist in the repository", name)
+	case err != nil:
+		return fmt.Errorf("%s: %w", name, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory (a symlink is not followed)", name)
+	}
+	return nil
+}

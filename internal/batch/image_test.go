@@ -1,0 +1,87 @@
+package batch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/client"
+
+	"github.com/runner-dev/runner/internal/dockertest"
+	"github.com/runner-dev/runner/internal/fakellm"
+	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/tasks"
+)
+
+// builder is the engine's BuildContext, removing what it built at the end
+// of the test.
+func builder(t *testing.T) func(context.Context, sandbox.ContextBuildOptions) (sandbox.BuiltImage, error) {
+	e, c := dockertest.Engine(t), dockertest.Client(t)
+	return func(ctx context.Context, opt sandbox.ContextBuildOptions) (sandbox.BuiltImage, error) {
+		img, err := e.BuildContext(ctx, opt)
+		if err == nil && !img.Cached {
+			t.Cleanup(func() {
+				c.ImageRemove(context.Background(), img.Ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			})
+		}
+		return img, err
+	}
+}
+
+// image: devcontainer builds the repository's devcontainer.json Dockerfile
+// with its arguments, gives the sandbox its containerEnv, and obeys none of
+// what would change the isolation, saying so in the result.
+func TestTaskRunsInTheRepositorysDevcontainer(t *testing.T) {
+	repo := fixtureRepo(t)
+	greeting := "hello-" + randomSuffix()
+	os.MkdirAll(filepath.Join(repo, ".devcontainer"), 0o755)
+	os.WriteFile(filepath.Join(repo, ".devcontainer", "Dockerfile"), []byte("FROM "+dockertest.Busybox(t)+
+		"\nARG GREETING\nRUN echo $GREETING > /greeting\nUSER root\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, ".devcontainer", "devcontainer.json"), []byte(`{
+		// comments and trailing commas are allowed
+		"build": {"dockerfile": "Dockerfile", "args": {"GREETING": "`+greeting+`"}},
+		"containerEnv": {"FROM_DEVCONTAINER": "yes", "HOME_TOKEN": "${localEnv:HOME}"},
+		"runArgs": ["--privileged"],
+		"privileged": true,
+		"postCreateCommand": "make tools",
+	}`), 0o644)
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "devcontainer")
+	task := tasks.Task{Build: &tasks.ImageBuild{Devcontainer: true, Source: tasks.Source{File: "tasks.yaml", Line: 3}}}
+	r := runOne(t, context.Background(), repo, task, func(d *Deps) { d.BuildImage = builder(t) },
+		fakellm.ToolCall("run_command", `{"command":"{ cat /greeting; echo \"$FROM_DEVCONTAINER ${HOME_TOKEN:-unset}\"; id -u; grep CapEff /proc/self/status; } > out.txt"}`),
+		fakellm.ToolCall("complete", `{"summary":"done"}`),
+	)
+	if r.Status != tasks.StatusSucceeded {
+		t.Fatalf("result: %s %s", r.Status, r.Error)
+	}
+	if got, want := git(t, repo, "show", "agent/t:out.txt"), greeting+"\nyes unset\n1000\nCapEff:\t0000000000000000"; got != want {
+		t.Errorf("in the sandbox:\n%s\nwant:\n%s", got, want)
+	}
+	warnings := strings.Join(r.Warnings, "\n")
+	for _, want := range []string{
+		".devcontainer/devcontainer.json: runArgs not obeyed",
+		".devcontainer/devcontainer.json: privileged not obeyed: the sandbox is never privileged",
+		".devcontainer/devcontainer.json: containerEnv.HOME_TOKEN not obeyed",
+		"the image's USER root not obeyed",
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q:\n%s", want, warnings)
+		}
+	}
+}
+
+// A Dockerfile path that is not in the repository at the task's ref ends
+// the task before any model call, naming the path and where the task
+// file asked for it.
+func TestTaskWithAMissingDockerfile(t *testing.T) {
+	repo := fixtureRepo(t)
+	task := tasks.Task{Build: &tasks.ImageBuild{Dockerfile: "ci/Dockerfile", Source: tasks.Source{File: "tasks.yaml", Line: 7}}}
+	r := runOne(t, context.Background(), repo, task, func(d *Deps) { d.BuildImage = builder(t) })
+	want := "image dockerfile:ci/Dockerfile (tasks.yaml:7): build: Dockerfile ci/Dockerfile does not exist in the repository"
+	if r.Status != tasks.StatusSandboxError || !strings.Contains(r.Error, want) || r.Calls != 0 {
+		t.Errorf("result: %s, %d calls, %q; want sandbox_error, no call, naming %q", r.Status, r.Calls, r.Error, want)
+	}
+}
