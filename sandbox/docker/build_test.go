@@ -60,7 +60,7 @@ func TestBuildContextSendsTheRepositoryOnly(t *testing.T) {
 	writeTree(t, outside, map[string]string{"secret": secret})
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{
-		"build/Dockerfile": "FROM " + dockertest.Busybox(t) + "\nCOPY . /ctx/\nUSER root\nVOLUME /data\n",
+		"build/Dockerfile": "FROM " + dockertest.Busybox(t) + "\nCOPY . /ctx/\nRUN mkdir -m 1777 /data\nUSER root\nVOLUME /data\n",
 		".dockerignore":    "ignored.txt\n**/*.log\n",
 		"app.txt":          "app " + sandbox.RandomID(),
 		"ignored.txt":      "left out",
@@ -81,10 +81,12 @@ func TestBuildContextSendsTheRepositoryOnly(t *testing.T) {
 	if img.Cached || img.User != "root" || !slices.Equal(img.Volumes, []string{"/data"}) {
 		t.Errorf("first build = %+v, want built, User root, Volumes [/data]", img)
 	}
-	sb := start(t, sandbox.Config{Image: img.Ref})
-	got := output(t, sb, `cd /ctx && find . | sort; readlink link; cat link rel 2>&1 >/dev/null | wc -l; grep -rl `+secret+` /ctx /etc /bin | wc -l; id -u`)
+	// The image's VOLUME is held to the disk limit like the rest.
+	sb := start(t, sandbox.Config{Image: img.Ref, Disk: 8 << 20})
+	got := output(t, sb, `cd /ctx && find . | sort; readlink link; cat link rel 2>&1 >/dev/null | wc -l; grep -rl `+secret+` /ctx /etc /bin | wc -l; id -u; `+
+		`dd if=/dev/zero of=/data/fill bs=1M count=16 2>&1 | grep -c 'No space left'`)
 	want := ".\n./.dockerignore\n./app.txt\n./build\n./build/Dockerfile\n./deep\n./link\n./rel\n" +
-		filepath.Join(outside, "secret") + "\n2\n0\n1000"
+		filepath.Join(outside, "secret") + "\n2\n0\n1000\n1"
 	if got != want {
 		t.Errorf("in the built image:\n%s\nwant:\n%s", got, want)
 	}
