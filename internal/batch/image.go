@@ -95,9 +95,6 @@ func imageWarnings(img sandbox.BuiltImage) []string {
 	default:
 		out = append(out, fmt.Sprintf("the image's USER %s not obeyed: commands run as the sandbox user (uid %d)", u, sandbox.UID))
 	}
-	for _, v := range img.Volumes {
-		out = append(out, fmt.Sprintf("the image's VOLUME %s is an engine volume, outside the sandbox's disk limit (removed with the sandbox)", v))
-	}
 	return out
 }
 

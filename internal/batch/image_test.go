@@ -2,10 +2,18 @@ package batch
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -31,8 +39,9 @@ func builder(t *testing.T) func(context.Context, sandbox.ContextBuildOptions) (s
 }
 
 // image: devcontainer builds the repository's devcontainer.json Dockerfile
-// with its arguments, gives the sandbox its containerEnv, and obeys none of
-// what would change the isolation, saying so in the result.
+// with its arguments, gives the sandbox its containerEnv and the task's
+// ca_certs, and obeys none of what would change the isolation, saying so in
+// the result.
 func TestTaskRunsInTheRepositorysDevcontainer(t *testing.T) {
 	repo := fixtureRepo(t)
 	greeting := "hello-" + randomSuffix()
@@ -49,15 +58,16 @@ func TestTaskRunsInTheRepositorysDevcontainer(t *testing.T) {
 	}`), 0o644)
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "devcontainer")
-	task := tasks.Task{Build: &tasks.ImageBuild{Devcontainer: true, Source: tasks.Source{File: "tasks.yaml", Line: 3}}}
+	ca := testCAPEM(t)
+	task := tasks.Task{Build: &tasks.ImageBuild{Devcontainer: true, Source: tasks.Source{File: "tasks.yaml", Line: 3}}, CACerts: ca}
 	r := runOne(t, context.Background(), repo, task, func(d *Deps) { d.BuildImage = builder(t) },
-		fakellm.ToolCall("run_command", `{"command":"{ cat /greeting; echo \"$FROM_DEVCONTAINER ${HOME_TOKEN:-unset}\"; id -u; grep CapEff /proc/self/status; } > out.txt"}`),
+		fakellm.ToolCall("run_command", `{"command":"{ cat /greeting; echo \"$FROM_DEVCONTAINER ${HOME_TOKEN:-unset}\"; id -u; grep CapEff /proc/self/status; cat \"$SSL_CERT_FILE\"; } > out.txt"}`),
 		fakellm.ToolCall("complete", `{"summary":"done"}`),
 	)
 	if r.Status != tasks.StatusSucceeded {
 		t.Fatalf("result: %s %s", r.Status, r.Error)
 	}
-	if got, want := git(t, repo, "show", "agent/t:out.txt"), greeting+"\nyes unset\n1000\nCapEff:\t0000000000000000"; got != want {
+	if got, want := git(t, repo, "show", "agent/t:out.txt"), greeting+"\nyes unset\n1000\nCapEff:\t0000000000000000\n"+strings.TrimSpace(string(ca)); got != want {
 		t.Errorf("in the sandbox:\n%s\nwant:\n%s", got, want)
 	}
 	warnings := strings.Join(r.Warnings, "\n")
@@ -71,6 +81,18 @@ func TestTaskRunsInTheRepositorysDevcontainer(t *testing.T) {
 			t.Errorf("warnings lack %q:\n%s", want, warnings)
 		}
 	}
+}
+
+// testCAPEM is a self-signed CA certificate in PEM.
+func testCAPEM(t *testing.T) []byte {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // A Dockerfile path that is not in the repository at the task's ref ends
