@@ -54,7 +54,6 @@ type parser struct {
 	dockerfile, context string
 	args                map[string]string
 	target              string
-	hasBuild            bool
 	lifecycle           [3][]string // onCreate, updateContent, postCreate
 }
 
@@ -78,12 +77,10 @@ func (p *parser) member(key string, raw []byte) error {
 	case "image":
 		return p.str(key, raw, &p.cfg.Image)
 	case "dockerFile", "dockerfile":
-		p.hasBuild = true
 		return p.str(key, raw, &p.dockerfile)
 	case "context":
 		return p.str(key, raw, &p.context)
 	case "build":
-		p.hasBuild = true
 		return p.build(raw)
 	case "containerEnv":
 		env, err := p.env(key, raw)
@@ -145,7 +142,7 @@ func (p *parser) finish() error {
 	for _, cmds := range p.lifecycle {
 		c.Setup = append(c.Setup, cmds...)
 	}
-	if !p.hasBuild {
+	if p.dockerfile == "" {
 		if c.Image == "" {
 			return fmt.Errorf("neither image nor build.dockerfile is set")
 		}
@@ -156,9 +153,6 @@ func (p *parser) finish() error {
 	}
 	if c.Image != "" {
 		return fmt.Errorf("both image and build.dockerfile are set; keep one")
-	}
-	if p.dockerfile == "" {
-		return fmt.Errorf("build.dockerfile is not set")
 	}
 	df, err := inRepo(c.Path, "build.dockerfile", p.dockerfile)
 	if err != nil {

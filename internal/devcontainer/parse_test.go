@@ -78,6 +78,7 @@ func TestParseRefusesBadInput(t *testing.T) {
 		{"lifecycle object of numbers", `{"image": "a", "postCreateCommand": {"x": 3}}`, `postCreateCommand: "x"`},
 		{"env name", `{"image": "a", "containerEnv": {"A=B": "c"}}`, "variable name"},
 		{"duplicate", `{"image": "a", "image": "b"}`, "given twice"},
+		{"build without a Dockerfile", `{"build": {"args": {"A": "b"}}}`, "neither image nor build.dockerfile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(".devcontainer/devcontainer.json", []byte(tc.data))
@@ -127,5 +128,15 @@ func TestLoadFindsTheFileAndStaysInTheRepository(t *testing.T) {
 	}
 	if err := CheckInRepo(root, "nope/Dockerfile"); err == nil || !strings.Contains(err.Error(), "nope/Dockerfile does not exist") {
 		t.Errorf("CheckInRepo of a missing file = %v, want an error naming it", err)
+	}
+}
+
+func TestParseImageWithBuildArgsOnly(t *testing.T) {
+	c, err := Parse(".devcontainer.json", []byte(`{"image": "python:3.12", "build": {"args": {"A": "b"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Image != "python:3.12" || c.Build != nil || len(c.Ignored) != 1 || c.Ignored[0].Key != "build" {
+		t.Errorf("Parse = %+v; want the image, and build reported as not obeyed", c)
 	}
 }
