@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +131,44 @@ func TestBuildContextRefusesBadInput(t *testing.T) {
 				t.Errorf("error %v is not ErrContextTooLarge", err)
 			}
 		})
+	}
+}
+
+// Tasks that need the same image at once wait for one build: only one of
+// them sees the build's output, and all get the same image.
+func TestBuildContextBuildsOnceForConcurrentTasks(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"Dockerfile": "FROM " + dockertest.Busybox(t) + "\nLABEL nonce=" + sandbox.RandomID() + "\n"})
+	e := dockertest.Engine(t)
+	const n = 4
+	var outs [n]strings.Builder
+	imgs := make([]sandbox.BuiltImage, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			imgs[i], errs[i] = e.BuildContext(ctx, sandbox.ContextBuildOptions{Dir: dir, Dockerfile: "Dockerfile", Progress: &outs[i]})
+		}()
+	}
+	wg.Wait()
+	c := dockertest.Client(t)
+	t.Cleanup(func() {
+		c.ImageRemove(context.Background(), imgs[0].Ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+	built := 0
+	for i := range n {
+		if errs[i] != nil || imgs[i].Ref != imgs[0].Ref {
+			t.Errorf("build %d: %+v, %v; want %s", i, imgs[i], errs[i], imgs[0].Ref)
+		}
+		if strings.Contains(outs[i].String(), "Step 1/") {
+			built++
+		}
+	}
+	if built != 1 {
+		t.Errorf("%d of %d concurrent calls built the image, want 1", built, n)
 	}
 }
