@@ -36,9 +36,9 @@ const (
 	imageDevcontainer = "devcontainer"
 )
 
-// parseImageBuild reads image: dockerfile:PATH or image: devcontainer;
+// ParseImageBuild reads image: dockerfile:PATH or image: devcontainer;
 // ok is false for an ordinary image reference.
-func parseImageBuild(img string) (b *ImageBuild, ok bool, err error) {
+func ParseImageBuild(img string) (b *ImageBuild, ok bool, err error) {
 	if img == imageDevcontainer {
 		return &ImageBuild{Devcontainer: true}, true, nil
 	}
@@ -64,7 +64,7 @@ func parseImageBuild(img string) (b *ImageBuild, ok bool, err error) {
 // checkImage validates the image key's value at v; a build from the
 // repository is kept in s.build.
 func checkImage(r *reader, v *yaml.Node, a at, s *spec, img string) {
-	b, ok, err := parseImageBuild(img)
+	b, ok, err := ParseImageBuild(img)
 	if err != nil {
 		r.addField(v, a, "%v", err)
 		return

@@ -361,12 +361,7 @@ func withDefaults(t tasks.Task, d Defaults) tasks.Task {
 	if t.Provider == "" {
 		t.Provider = d.Provider
 	}
-	if t.Image == "" && t.Build == nil {
-		t.Image = d.Image
-	}
-	if t.Image == "" && t.Build == nil {
-		t.Image = sandbox.DefaultImage
-	}
+	t = withDefaultImage(t, d.Image)
 	if t.Runtime == "" {
 		t.Runtime = d.Runtime
 	}

@@ -37,7 +37,10 @@ func (w *work) prepareEnvironment(ctx context.Context, dir string) (environment,
 	if t.Build == nil {
 		return environment{image: t.Image}, nil
 	}
-	where := fmt.Sprintf("image %s (%s:%d)", t.Build, t.Build.Source.File, t.Build.Source.Line)
+	where := fmt.Sprintf("image %s (%s)", t.Build, t.Build.Source.File)
+	if t.Build.Source.Line > 0 {
+		where = fmt.Sprintf("image %s (%s:%d)", t.Build, t.Build.Source.File, t.Build.Source.Line)
+	}
 	if w.deps.BuildImage == nil {
 		return environment{}, fmt.Errorf("%s: %w", where, errNoBuilder)
 	}
@@ -106,4 +109,22 @@ func withImageEnv(t tasks.Task, env map[string]string) map[string]string {
 	out := maps.Clone(env)
 	maps.Copy(out, t.Env)
 	return out
+}
+
+// withDefaultImage gives a task that names no image the run's (--image),
+// which may itself be dockerfile:PATH or devcontainer, else DefaultImage.
+func withDefaultImage(t tasks.Task, image string) tasks.Task {
+	if t.Image != "" || t.Build != nil {
+		return t
+	}
+	if b, ok, err := tasks.ParseImageBuild(image); ok && err == nil {
+		b.Source = tasks.Source{File: "--image"}
+		t.Build = b
+		return t
+	}
+	t.Image = image
+	if t.Image == "" {
+		t.Image = sandbox.DefaultImage
+	}
+	return t
 }

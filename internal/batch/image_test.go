@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,30 @@ func TestTaskWithAMissingDockerfile(t *testing.T) {
 	want := "image dockerfile:ci/Dockerfile (tasks.yaml:7): build: Dockerfile ci/Dockerfile does not exist in the repository"
 	if r.Status != tasks.StatusSandboxError || !strings.Contains(r.Error, want) || r.Calls != 0 {
 		t.Errorf("result: %s, %d calls, %q; want sandbox_error, no call, naming %q", r.Status, r.Calls, r.Error, want)
+	}
+}
+
+func TestWithDefaultImage(t *testing.T) {
+	own := &tasks.ImageBuild{Dockerfile: "Dockerfile", Source: tasks.Source{File: "q.yaml", Line: 2}}
+	for _, tc := range []struct {
+		name  string
+		task  tasks.Task
+		flag  string
+		image string
+		build *tasks.ImageBuild
+	}{
+		{"nothing set", tasks.Task{}, "", sandbox.DefaultImage, nil},
+		{"the flag's image", tasks.Task{}, "python:3.12", "python:3.12", nil},
+		{"the flag's build", tasks.Task{}, "dockerfile:ci/Dockerfile", "", &tasks.ImageBuild{Dockerfile: "ci/Dockerfile", Source: tasks.Source{File: "--image"}}},
+		{"the flag's devcontainer", tasks.Task{}, "devcontainer", "", &tasks.ImageBuild{Devcontainer: true, Source: tasks.Source{File: "--image"}}},
+		{"the task's image wins", tasks.Task{Image: "node:22"}, "devcontainer", "node:22", nil},
+		{"the task's build wins", tasks.Task{Build: own}, "python:3.12", "", own},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := withDefaultImage(tc.task, tc.flag)
+			if got.Image != tc.image || !reflect.DeepEqual(got.Build, tc.build) {
+				t.Errorf("got image %q build %+v, want %q %+v", got.Image, got.Build, tc.image, tc.build)
+			}
+		})
 	}
 }
