@@ -36,9 +36,8 @@ type BuiltImage struct {
 	// Cached is true when an image of the same content already existed
 	// and nothing was built.
 	Cached bool
-	// User is the image's USER, Volumes its VOLUME paths: neither is
-	// obeyed by a sandbox (commands run as UID, and no volume but the
-	// sandbox's own is made), so a caller reports them.
+	// User is the image's USER, which a sandbox does not obey (commands
+	// run as UID): a caller reports it. Volumes are its VOLUME paths.
 	User    string
 	Volumes []string
 }

@@ -92,17 +92,11 @@ func (e *Engine) builtImage(ctx context.Context, ref, sum string) (sandbox.Built
 	case err != nil:
 		return sandbox.BuiltImage{}, false, e.explain("inspect image", "", err)
 	}
-	img := sandbox.BuiltImage{Ref: ref}
-	if c := res.Config; c != nil {
-		if c.Labels[labelBuildHash] != sum {
-			return sandbox.BuiltImage{}, false, nil // not ours, or damaged: build it again
-		}
-		img.User = c.User
-		img.Volumes = slices.Sorted(maps.Keys(c.Volumes))
-	} else {
-		return sandbox.BuiltImage{}, false, nil
+	c := res.Config
+	if c == nil || c.Labels[labelBuildHash] != sum {
+		return sandbox.BuiltImage{}, false, nil // not ours, or damaged: build it again
 	}
-	return img, true, nil
+	return sandbox.BuiltImage{Ref: ref, User: c.User, Volumes: slices.Sorted(maps.Keys(c.Volumes))}, true, nil
 }
 
 func (e *Engine) sendBuild(ctx context.Context, bc *buildContext, opt sandbox.ContextBuildOptions, ref, sum string) error {
