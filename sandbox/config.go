@@ -61,6 +61,11 @@ type Config struct {
 	// Workspace is a host directory copied into Workdir at start; empty
 	// starts with an empty workspace.
 	Workspace string
+	// CACerts are PEM certificates the sandbox trusts besides its
+	// image's own: the backend installs them in CABundle before Start
+	// returns, and every command's environment points the usual tools
+	// there (see caEnv).
+	CACerts []byte
 	// RunID and TaskID label the sandbox so that it can be found and
 	// cleaned up; RunID defaults to a random id.
 	RunID, TaskID string
@@ -200,5 +205,8 @@ func validRuntime(s string) bool {
 // defaults, then the caller's entries, which win.
 func (c Config) CommandEnv() []string {
 	env := append([]string(nil), nonInteractiveEnv...)
+	if len(c.CACerts) > 0 {
+		env = append(env, caEnv...)
+	}
 	return append(env, c.Env...)
 }

@@ -103,6 +103,8 @@ func merge(d, s *spec) Task {
 		Exclude:    mergeExclude(d, s),
 		Delegate:   deref(pick(s.Delegate, d.Delegate)),
 	}
+	t.Image, t.Build = mergeImage(d, s)
+	t.CACerts = slices.Clone(deref(pick(s.CACerts, d.CACerts)))
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID
 	}

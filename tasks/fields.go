@@ -52,6 +52,10 @@ type spec struct {
 	Exclude *[]string
 	// Delegate is the delegate key (see tasks/delegate.go).
 	Delegate *Delegate
+	// build is the image key's build from the repository, if it asks one.
+	build *ImageBuild
+	// CACerts is the PEM bundle of ca_certs.
+	CACerts *[]byte
 }
 
 // field is one key a task may hold.
@@ -141,6 +145,7 @@ var taskFields = []field{
 				return
 			}
 			s.Image = &img
+			checkImage(r, v, a, s, img)
 		}
 	}},
 	{"runtime", false, func(r *reader, v *yaml.Node, a at, s *spec) {
@@ -215,6 +220,7 @@ var taskFields = []field{
 	{"mcp_servers", false, decodeMCPServers},
 	{"exclude", false, decodeExclude},
 	{"delegate", false, decodeDelegate},
+	{"ca_certs", false, decodeCACerts},
 }
 
 // decodeMaxPrompt decodes max_prompt_size, a size like 512k or 8m.

@@ -123,6 +123,14 @@ type Task struct {
 	// Delegate lets the agent hand subtasks to sub-agents; off unless
 	// the task or the defaults set delegate.
 	Delegate Delegate
+	// Build, when set, makes the sandbox's image from the repository
+	// (image: dockerfile:PATH or image: devcontainer); Image is then
+	// empty.
+	Build *ImageBuild `json:",omitempty"`
+	// CACerts are PEM certificates (ca_certs, read and checked at load
+	// time) the sandbox trusts besides its image's own, for setup and
+	// agent alike.
+	CACerts []byte `json:",omitempty"`
 	// Source is where the task was written.
 	Source Source
 }

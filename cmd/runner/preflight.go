@@ -78,6 +78,9 @@ func checkRepos(queue []tasks.Task, skipMissing bool) repoReport {
 				"ref %q names both the branch %s and the tag %s; the task starts from the branch, as git clone --branch does (write %s for the tag)",
 				t.Ref, choice.Name.Short(), choice.Also.Short(), choice.Also))
 		}
+		if err == nil {
+			checkImageBuild(r.in, t, &rep)
+		}
 		if err := r.in.CheckBranch(t.Branch); err != nil {
 			msg := err.Error()
 			if errors.Is(err, gitops.ErrBranchCheckedOut) {

@@ -84,13 +84,16 @@ func (o *runOptions) complete(getenv func(string) string) error {
 	if err := o.model.complete(getenv); err != nil {
 		return err
 	}
+	if _, ok, err := tasks.ParseImageBuild(o.defaults.Image); ok && err != nil {
+		return cli.Usagef("--image: %v", err)
+	}
 	return o.policy.complete()
 }
 
 // addTaskDefaultFlags adds the flags that fill in what task files leave unset.
 func addTaskDefaultFlags(cmd *cobra.Command, d *batch.Defaults) {
 	f := cmd.Flags()
-	f.StringVar(&d.Image, "image", "", "sandbox image for tasks that name none (default runner-sandbox:latest)")
+	f.StringVar(&d.Image, "image", "", "sandbox image for tasks that name none (default runner-sandbox:latest); dockerfile:PATH or devcontainer builds it from the repository")
 	f.StringVar(&d.Runtime, "runtime", "", "sandbox `runtime` for tasks that name none: runc, or runsc for gVisor (default: the engine's, runc)")
 	f.Float64Var(&d.BudgetUSD, "budget", 0, "USD cap per task, for tasks that set none (0: none)")
 	f.IntVar(&d.MaxSteps, "max-steps", 100, "model calls per task, for tasks that set none")

@@ -85,6 +85,7 @@ func (s *session) deps(d *deps, m *modelFlags, endpoint *agent.Endpoint) batch.D
 	return batch.Deps{
 		Store:        s.store,
 		StartSandbox: s.engine.Start,
+		BuildImage:   buildImage(s.engine),
 		ImageExists:  imageExists(s.engine),
 		NewModel:     m.factory(endpoint),
 		Endpoint:     endpoint,

@@ -204,7 +204,11 @@ func queueSummary(q *tasks.Queue) string {
 	for _, t := range q.Tasks {
 		repos = append(repos, redact.URL(t.Repo))
 		models = append(models, t.Model)
-		images = append(images, t.Image)
+		if t.Build != nil {
+			images = append(images, t.Build.String())
+		} else {
+			images = append(images, t.Image)
+		}
 		b := ""
 		if t.BudgetUSD > 0 {
 			b = fmt.Sprintf("$%.2f", t.BudgetUSD)

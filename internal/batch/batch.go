@@ -67,6 +67,10 @@ type Deps struct {
 	Store *tasks.Store
 	// StartSandbox starts a sandbox (a sandbox.Backend's Start).
 	StartSandbox func(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error)
+	// BuildImage builds a task's image from its repository (a
+	// sandbox.ContextBuilder's BuildContext); nil where the backend
+	// cannot.
+	BuildImage func(ctx context.Context, opt sandbox.ContextBuildOptions) (sandbox.BuiltImage, error)
 	// ImageExists checks an image before anything runs.
 	ImageExists func(ctx context.Context, image string) (bool, error)
 	// NewModel makes the model of a task (its Model and Provider, defaults
@@ -300,7 +304,9 @@ func plan(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) ([]ta
 			}
 			plans[i].price = p
 		}
-		images[t.Image] = true
+		if t.Build == nil { // a build's base images are checked by the build
+			images[t.Image] = true
+		}
 		if !tasks.IsRemote(t.Repo) && !opt.Force {
 			if msg := branchTaken(t, deps.Store); msg != "" {
 				problems = append(problems, where+": "+msg)
@@ -355,12 +361,7 @@ func withDefaults(t tasks.Task, d Defaults) tasks.Task {
 	if t.Provider == "" {
 		t.Provider = d.Provider
 	}
-	if t.Image == "" {
-		t.Image = d.Image
-	}
-	if t.Image == "" {
-		t.Image = sandbox.DefaultImage
-	}
+	t = withDefaultImage(t, d.Image)
 	if t.Runtime == "" {
 		t.Runtime = d.Runtime
 	}

@@ -87,11 +87,13 @@ func Continue(ctx context.Context, copt ContinueOptions, opt Options, deps Deps)
 			return tasks.Result{}, fmt.Errorf("%w: task %s: %w", ErrConfig, p.task.ID, err)
 		}
 	}
-	switch ok, err := deps.ImageExists(ctx, p.task.Image); {
-	case err != nil:
-		return tasks.Result{}, fmt.Errorf("%w: %w", ErrConfig, err)
-	case !ok:
-		return tasks.Result{}, &ConfigError{Problems: []string{(&sandbox.ImageError{Image: p.task.Image}).Error()}}
+	if p.task.Build == nil { // an image from the repository is built again from the clone
+		switch ok, err := deps.ImageExists(ctx, p.task.Image); {
+		case err != nil:
+			return tasks.Result{}, fmt.Errorf("%w: %w", ErrConfig, err)
+		case !ok:
+			return tasks.Result{}, &ConfigError{Problems: []string{(&sandbox.ImageError{Image: p.task.Image}).Error()}}
+		}
 	}
 	if err := preflight(ctx, []taskPlan{p}, deps.Endpoint); err != nil {
 		return tasks.Result{}, err

@@ -121,6 +121,7 @@ type work struct {
 	egress *egressWatch // nil without an allowlist
 	// sbConfig is the configuration the task's sandbox started with.
 	sbConfig sandbox.Config
+	env      environment // the image, and what the repository's configuration adds
 }
 
 func (w *work) fail(status tasks.Status, err error) {
@@ -189,9 +190,15 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 
 	w.phase(PhaseSandbox)
+	if w.env, err = w.prepareEnvironment(ctx, dir); err != nil {
+		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), err)
+		return
+	}
+	w.res.Warnings = append(w.res.Warnings, w.env.warnings...)
 	cfg := sandbox.Config{
-		Image: t.Image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
-		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+		Image: w.env.image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
+		Lifetime: sandboxLifetime(t, w.opt), Env: envList(withImageEnv(t, w.env.env)), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
+		CACerts: t.CACerts,
 	}
 	// With an allowlist, the agent and the check work under a context the
 	// egress proxy's end cancels: without its proxy the sandbox has no

@@ -63,10 +63,14 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 			return nil, err
 		}
 	}
+	hc := hostConfig(cfg)
+	if cfg.Disk > 0 {
+		e.limitImageVolumes(ctx, cfg, hc)
+	}
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
 		Config:     containerConfig(cfg, e.owner, deadline),
-		HostConfig: hostConfig(cfg),
+		HostConfig: hc,
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
@@ -93,6 +97,11 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 	}
 	if cfg.Disk > 0 {
 		if err := d.copyIn(ctx, cfg.Workspace); err != nil {
+			return nil, err
+		}
+	}
+	if len(cfg.CACerts) > 0 {
+		if err := d.installCACerts(ctx, cfg.CACerts); err != nil {
 			return nil, err
 		}
 	}
