@@ -27,6 +27,7 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 		}
 		t := merge(defaults, s)
 		t.Source = Source{File: r.file, Line: s.node.Line}
+		r.checkSetup(defaults, s, t, a)
 		unique := false
 		switch {
 		case !s.seen["id"]:
@@ -101,6 +102,7 @@ func merge(d, s *spec) Task {
 		Policy:     mergePolicy(d, s),
 		MCPServers: slices.Clone(deref(pick(s.MCPServers, d.MCPServers))),
 		Exclude:    mergeExclude(d, s),
+		Setup:      mergeSetup(d, s),
 	}
 	if t.Branch == "" && t.ID != "" {
 		t.Branch = "agent/" + t.ID

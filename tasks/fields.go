@@ -50,6 +50,8 @@ type spec struct {
 	mcp *MCPServer
 	// Exclude is set to an empty list by exclude: [].
 	Exclude *[]string
+	// Setup holds the setup keys (see tasks/setup.go).
+	Setup setupSpec
 }
 
 // field is one key a task may hold.

@@ -120,6 +120,8 @@ type Task struct {
 	// or the defaults set exclude ([] for none, replacing the defaults'
 	// list whole).
 	Exclude []string
+	// Setup prepares the environment before the agent runs; see Setup.
+	Setup Setup
 	// Source is where the task was written.
 	Source Source
 }
