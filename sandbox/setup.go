@@ -78,6 +78,28 @@ type Setup struct {
 	CacheLimit int64
 }
 
+// EnvironmentCache is what a backend that caches environments offers to
+// list and bound its cache.
+type EnvironmentCache interface {
+	// Environments lists the cached environments, most recently used first.
+	Environments(ctx context.Context) ([]CacheEntry, error)
+	// PruneEnvironments removes cached environments, least recently used
+	// first, until the rest take at most keep bytes (0 removes all); one
+	// a running sandbox uses stays. It returns what it removed.
+	PruneEnvironments(ctx context.Context, keep int64) ([]CacheEntry, error)
+}
+
+// CacheEntry is one cached environment.
+type CacheEntry struct {
+	Key   string    `json:"key"`
+	Image string    `json:"image"`
+	Base  string    `json:"base"`
+	Size  int64     `json:"size_bytes"` // of what setup added to the base image
+	Used  time.Time `json:"last_used"`
+	// InUse is set when a sandbox uses it.
+	InUse bool `json:"in_use,omitempty"`
+}
+
 // Environment is a prepared environment.
 type Environment struct {
 	// Image is the image a task's sandbox starts from (Config.Image).

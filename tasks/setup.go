@@ -223,3 +223,15 @@ func (r *reader) checkSetup(d, s *spec, t Task, a at) {
 		}
 	}
 }
+
+// SetupResult is the account of a task's setup phase in its result.
+type SetupResult struct {
+	// Cached is set when an earlier task's environment was reused and no
+	// setup command ran.
+	Cached bool `json:"cached"`
+	// Duration is the setup's time, the wait for a concurrent build of the
+	// same environment included.
+	Duration Duration `json:"duration"`
+	// Key is the environment's cache key; empty with setup_cache: false.
+	Key string `json:"key,omitempty"`
+}

@@ -186,9 +186,15 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 		w.repoPath = dir
 	}
 
+	image, releaseEnv, ok := w.prepareEnvironment(ctx, dir)
+	if !ok {
+		return
+	}
+	defer releaseEnv() // after the sandbox is closed
+
 	w.phase(PhaseSandbox)
 	cfg := sandbox.Config{
-		Image: t.Image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
+		Image: image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: sandboxLifetime(t, w.opt), Env: envList(t.Env), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 	}
 	// With an allowlist, the agent and the check work under a context the

@@ -26,6 +26,8 @@ const (
 
 type imageInfo = image.InspectResponse
 
+var _ sandbox.EnvironmentCache = (*Engine)(nil)
+
 // envTag is the tag of the environment of key.
 func envTag(key string) string { return envRepo + ":" + key }
 
@@ -103,24 +105,13 @@ func validEntry(img imageInfo, key string, base imageInfo) bool {
 	return len(layers) == len(baseLayers)+1 && slices.Equal(layers[:len(baseLayers)], baseLayers)
 }
 
-// CacheEntry is one cached environment.
-type CacheEntry struct {
-	Key   string    `json:"key"`
-	Image string    `json:"image"`
-	Base  string    `json:"base"`
-	Size  int64     `json:"size_bytes"` // of the image's own layer
-	Used  time.Time `json:"last_used"`
-	// InUse is set when a container (a running task) uses the image.
-	InUse bool `json:"in_use,omitempty"`
-}
-
 // Environments lists the cached environments, most recently used first.
-func (e *Engine) Environments(ctx context.Context) ([]CacheEntry, error) {
+func (e *Engine) Environments(ctx context.Context) ([]sandbox.CacheEntry, error) {
 	list, err := e.cli.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("label", LabelEnvKey)})
 	if err != nil {
 		return nil, e.explain("list environments", "", err)
 	}
-	var out []CacheEntry
+	var out []sandbox.CacheEntry
 	for _, s := range list.Items {
 		key := s.Labels[LabelEnvKey]
 		if key == "" || !slices.Contains(s.RepoTags, envTag(key)) {
@@ -130,13 +121,13 @@ func (e *Engine) Environments(ctx context.Context) ([]CacheEntry, error) {
 		if err != nil {
 			continue
 		}
-		ent := CacheEntry{Key: key, Image: s.ID, Base: s.Labels[LabelEnvBase], Size: ins.Size, Used: ins.Metadata.LastTagTime, InUse: s.Containers > 0}
+		ent := sandbox.CacheEntry{Key: key, Image: s.ID, Base: s.Labels[LabelEnvBase], Size: ins.Size, Used: ins.Metadata.LastTagTime, InUse: s.Containers > 0}
 		if b, err := e.cli.ImageInspect(ctx, ent.Base); err == nil {
 			ent.Size -= b.Size
 		}
 		out = append(out, ent)
 	}
-	slices.SortFunc(out, func(a, b CacheEntry) int { return b.Used.Compare(a.Used) })
+	slices.SortFunc(out, func(a, b sandbox.CacheEntry) int { return b.Used.Compare(a.Used) })
 	return out, nil
 }
 
@@ -144,13 +135,13 @@ func (e *Engine) Environments(ctx context.Context) ([]CacheEntry, error) {
 // first, until the rest take at most keep bytes (0 removes all). An
 // environment a container uses is left in place. It returns what it
 // removed.
-func (e *Engine) PruneEnvironments(ctx context.Context, keep int64) ([]CacheEntry, error) {
+func (e *Engine) PruneEnvironments(ctx context.Context, keep int64) ([]sandbox.CacheEntry, error) {
 	list, err := e.Environments(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var total int64
-	var removed []CacheEntry
+	var removed []sandbox.CacheEntry
 	for _, ent := range list {
 		total += ent.Size
 		if total <= keep && keep > 0 {
