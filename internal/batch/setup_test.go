@@ -132,4 +132,3 @@ func TestSetupFailureEndsTaskBeforeTheModel(t *testing.T) {
 		t.Errorf("branch %q commit %q: want nothing committed", r.Branch, r.Commit)
 	}
 }
-
