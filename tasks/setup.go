@@ -217,6 +217,9 @@ func (r *reader) checkSetup(d, s *spec, t Task, a at) {
 	if node == nil || t.Repo == "" || IsRemote(t.Repo) {
 		return
 	}
+	if _, err := os.Stat(t.Repo); err != nil {
+		return // a repository not on this machine is checked after its clone
+	}
 	for _, f := range t.Setup.CacheKey {
 		if _, err := os.Lstat(filepath.Join(t.Repo, filepath.FromSlash(f))); err != nil {
 			r.add(node, a.with("cache_key"), "cache_key: %s does not exist in %s", f, t.Repo)

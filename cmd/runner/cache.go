@@ -150,3 +150,14 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d KiB", n>>10)
 }
+
+// tasksWithSetup counts the tasks that have setup commands.
+func tasksWithSetup(queue []tasks.Task) int {
+	n := 0
+	for _, t := range queue {
+		if len(t.Setup.Commands) > 0 {
+			n++
+		}
+	}
+	return n
+}
