@@ -20,8 +20,11 @@ func environments(b sandbox.Backend) sandbox.Environments {
 	return envs
 }
 
-// parseCacheSize reads --env-cache-size: a size like 20g, or off.
+// parseCacheSize reads --env-cache-size: a size like 20g, or off (-1).
 func parseCacheSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil // commands without the flag: sandbox.DefaultCacheLimit
+	}
 	if strings.EqualFold(strings.TrimSpace(s), "off") {
 		return -1, nil
 	}
