@@ -111,8 +111,8 @@ func TestSetupSecretLeftIsRefused(t *testing.T) {
 	e := dockertest.Engine(t)
 	canary := "setup-canary-" + sandbox.RandomID()
 	for _, cmd := range []string{
-		`mkdir -p /etc/app && echo "token=$SETUP_TOKEN" > /etc/app/config`,
-		`echo "$SETUP_TOKEN" > "$HOME/.npmrc"`,
+		// in a file's content (deep in an added directory), in a name
+		`mkdir -p /etc/app/conf.d && { head -c 100000 /dev/zero; echo "token=$SETUP_TOKEN"; } > /etc/app/conf.d/config`,
 		`mkdir -p "/opt/$SETUP_TOKEN"`,
 	} {
 		s := sandbox.Setup{
