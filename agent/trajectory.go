@@ -28,6 +28,7 @@ const (
 	EventAdapt      = "adapt"       // the request rules changed in answer to a server's refusal: the change in Text
 	EventBound      = "bound"       // prompt bounds fell back from the tokenizer to bytes: why in Text
 	EventEgress     = "egress"      // the egress proxy allowed or refused a connection, or stopped (Egress)
+	EventSetup      = "setup"       // the task's setup ran (its commands in Text, output in Summary) or was reused (Status "cached")
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,

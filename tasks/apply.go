@@ -27,6 +27,7 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 		}
 		t := merge(defaults, s)
 		t.Source = Source{File: r.file, Line: s.node.Line}
+		r.checkSetup(defaults, s, t, a)
 		unique := false
 		switch {
 		case !s.seen["id"]:
@@ -102,6 +103,7 @@ func merge(d, s *spec) Task {
 		MCPServers: slices.Clone(deref(pick(s.MCPServers, d.MCPServers))),
 		Exclude:    mergeExclude(d, s),
 		Delegate:   deref(pick(s.Delegate, d.Delegate)),
+		Setup:      mergeSetup(d, s),
 	}
 	t.Image, t.Build = mergeImage(d, s)
 	t.CACerts = slices.Clone(deref(pick(s.CACerts, d.CACerts)))

@@ -56,6 +56,8 @@ type spec struct {
 	build *ImageBuild
 	// CACerts is the PEM bundle of ca_certs.
 	CACerts *[]byte
+	// Setup holds the setup keys (see tasks/setup.go).
+	Setup setupSpec
 }
 
 // field is one key a task may hold.

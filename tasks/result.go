@@ -28,6 +28,9 @@ const (
 	// StatusPolicyViolation: the work changed a protected path (through a
 	// command: the file tools refuse them), so it was not committed.
 	StatusPolicyViolation Status = "policy_violation"
+	// StatusSetupFailed: the task's setup failed, timed out or left a
+	// secret behind; the agent did not run and nothing was spent.
+	StatusSetupFailed Status = "setup_failed"
 	// StatusError: any other failure (clone, commit, push...).
 	StatusError Status = "error"
 	// StatusInterrupted: the run was stopped before the task ended. It is
@@ -39,6 +42,7 @@ var statuses = map[Status]bool{
 	StatusSucceeded: true, StatusCheckFailed: true, StatusBudgetExhausted: true,
 	StatusStepLimit: true, StatusTimeLimit: true, StatusModelError: true,
 	StatusSandboxError: true, StatusPolicyViolation: true, StatusError: true, StatusInterrupted: true,
+	StatusSetupFailed: true,
 }
 
 // Valid reports whether s is one of the statuses above.
@@ -115,6 +119,8 @@ type Result struct {
 	// in the order first asked for (network: {allow: [...]} only); the
 	// trajectory has every decision, with its reason.
 	RefusedHosts []string `json:"refused_hosts,omitempty"`
+	// Setup describes the task's setup phase, when it has one.
+	Setup *SetupResult `json:"setup,omitempty"`
 }
 
 // MaxExcludedListed caps Result.Excluded.

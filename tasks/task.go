@@ -131,6 +131,8 @@ type Task struct {
 	// time) the sandbox trusts besides its image's own, for setup and
 	// agent alike.
 	CACerts []byte `json:",omitempty"`
+	// Setup prepares the environment before the agent runs; see Setup.
+	Setup Setup
 	// Source is where the task was written.
 	Source Source
 }

@@ -96,6 +96,7 @@ func subcommands(d *deps) []*cobra.Command {
 		newImageCmd(d),
 		newDoctorCmd(d, nil),
 		newCleanupCmd(d, nil),
+		newCacheCmd(d),
 		newRollbackCmd(d, nil),
 		newVersionCmd(d, nil),
 	}

@@ -27,6 +27,9 @@ type runOptions struct {
 	model       modelFlags
 	policy      policyFlags
 	defaults    batch.Defaults
+
+	// envCacheSize bounds the cache of prepared environments.
+	envCacheSize string
 }
 
 const runLong = `Run every task of a task file (YAML, or JSON Lines for generated queues).
@@ -71,6 +74,7 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 	f.IntVarP(&opts.concurrency, "concurrency", "j", 1, "how many tasks run at once")
 	f.BoolVar(&opts.force, "force", false, "overwrite task branches that already exist")
 	f.Float64Var(&opts.runBudget, "run-budget", 0, "USD cap for the whole run, shared by all tasks (0: none)")
+	f.StringVar(&opts.envCacheSize, "env-cache-size", "20g", "size cap of the cache of prepared environments (setup); least recently used first out; off: no cap")
 	f.BoolVar(&opts.events, "events", false, "write one JSON object per event on stdout, for CI systems (not with --json)")
 	addTaskDefaultFlags(cmd, &opts.defaults)
 	opts.model.register(cmd)
@@ -115,6 +119,10 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	if opts.events && d.globals.json {
 		return cli.Usagef("--events and --json both write to stdout; choose one")
 	}
+	envLimit, err := parseCacheSize(opts.envCacheSize)
+	if err != nil {
+		return err
+	}
 	s, err := openSession(ctx, d, &opts.model, opts.out, queue, sessionHooks{
 		opened: func(store *tasks.Store) error { return preflight(d, queue, store) },
 		connected: func(e sandbox.Backend) error {
@@ -148,6 +156,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 	sum, err := batch.Run(ctx, queue, batch.Options{
 		Concurrency: opts.concurrency, RunBudgetUSD: opts.runBudget, Force: opts.force, RunID: s.runID,
 		Defaults: opts.defaults, Agent: opts.model.agentConfig(), Policy: opts.policy.policy,
+		EnvironmentCacheLimit: envLimit,
 	}, deps)
 	progress.stop()
 	s.end(ctx, d, "the run's sandboxes") // whatever happened, no sandbox of this run outlives it

@@ -217,6 +217,7 @@ func (m *modelFlags) secrets(getenv func(string) string, queue []tasks.Task) ([]
 				add(fmt.Sprintf("task %q: mcp_servers.%s.env %s", t.ID, srv.Name, name), getenv(name), "")
 			}
 		}
+		problems = append(problems, setupSecrets(t, getenv, add)...)
 	}
 	if len(problems) > 0 {
 		return nil, &batch.ConfigError{Problems: problems}

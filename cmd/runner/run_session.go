@@ -86,6 +86,7 @@ func (s *session) deps(d *deps, m *modelFlags, endpoint *agent.Endpoint) batch.D
 		Store:        s.store,
 		StartSandbox: s.engine.Start,
 		BuildImage:   buildImage(s.engine),
+		Environments: environments(s.engine),
 		ImageExists:  imageExists(s.engine),
 		NewModel:     m.factory(endpoint),
 		Endpoint:     endpoint,

@@ -229,6 +229,9 @@ func queueSummary(q *tasks.Queue) string {
 	parts = append(parts,
 		setting("model", models), setting("image", images),
 		setting("budget", budgets), setting("timeout", timeouts))
+	if n := tasksWithSetup(q.Tasks); n > 0 {
+		parts = append(parts, "setup on "+plural(n, "task"))
+	}
 	return strings.Join(parts, "; ")
 }
 

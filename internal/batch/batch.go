@@ -59,6 +59,9 @@ type Options struct {
 	// Policy adds to every task's policy: its protected paths and deny
 	// rules are added to the task's, its hook applies to tasks with none.
 	Policy policy.Policy
+	// EnvironmentCacheLimit bounds the cache of prepared environments
+	// (see sandbox.Setup.CacheLimit).
+	EnvironmentCacheLimit int64
 }
 
 // Deps are what a run needs from the outside world.
@@ -71,6 +74,9 @@ type Deps struct {
 	// sandbox.ContextBuilder's BuildContext); nil where the backend
 	// cannot.
 	BuildImage func(ctx context.Context, opt sandbox.ContextBuildOptions) (sandbox.BuiltImage, error)
+	// Environments runs the setup of tasks that have one; nil when the
+	// backend cannot (such tasks then end as sandbox_error).
+	Environments sandbox.Environments
 	// ImageExists checks an image before anything runs.
 	ImageExists func(ctx context.Context, image string) (bool, error)
 	// NewModel makes the model of a task (its Model and Provider, defaults
@@ -252,7 +258,7 @@ func notStarted(t tasks.Task, why error) tasks.Result {
 // left for the check and the commit, and the time its model calls may be
 // held by the endpoint gate (which the agent's own clock does not count).
 func taskDeadline(t tasks.Task, opt Options) time.Duration {
-	d := t.Timeout + opt.margin()
+	d := t.Timeout + opt.margin() + t.Setup.Timeout // no setup: 0
 	if callsEndpoint(t) {
 		d += opt.Agent.MaxHeldTime
 	}

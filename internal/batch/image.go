@@ -28,11 +28,11 @@ type environment struct {
 // errNoBuilder: the sandbox backend cannot build images.
 var errNoBuilder = errors.New("this sandbox backend cannot build images")
 
-// prepareEnvironment resolves the task's image. An image from the
+// resolveImage resolves the task's image. An image from the
 // repository (image: dockerfile:PATH, image: devcontainer) is built from
 // the clone in dir, the checked-out tree at the task's ref, or taken from
 // the engine's cache when the same content was built before.
-func (w *work) prepareEnvironment(ctx context.Context, dir string) (environment, error) {
+func (w *work) resolveImage(ctx context.Context, dir string) (environment, error) {
 	t := w.task
 	if t.Build == nil {
 		return environment{image: t.Image}, nil

@@ -13,6 +13,7 @@ type Phase string
 // model call, and comes back after a failed check.
 const (
 	PhaseCloning    Phase = "cloning"    // cloning the repository
+	PhaseSetup      Phase = "setup"      // preparing the environment (the task's setup)
 	PhaseSandbox    Phase = "sandbox"    // starting the sandbox
 	PhaseStep       Phase = "step"       // a model call and the tool calls of its reply
 	PhaseCheck      Phase = "check"      // running the task's check

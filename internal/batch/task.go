@@ -190,13 +190,20 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 
 	w.phase(PhaseSandbox)
-	if w.env, err = w.prepareEnvironment(ctx, dir); err != nil {
+	if w.env, err = w.resolveImage(ctx, dir); err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), err)
 		return
 	}
 	w.res.Warnings = append(w.res.Warnings, w.env.warnings...)
+	image, releaseEnv, ok := w.prepareEnvironment(ctx, dir)
+	if !ok {
+		return
+	}
+	defer releaseEnv() // after the sandbox is closed
+
+	w.phase(PhaseSandbox)
 	cfg := sandbox.Config{
-		Image: w.env.image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
+		Image: image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: sandboxLifetime(t, w.opt), Env: envList(withImageEnv(t, w.env.env)), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
 		CACerts: t.CACerts,
 	}

@@ -59,7 +59,7 @@ func (s Summary) BudgetShare() float64 {
 var statusOrder = []string{
 	string(tasks.StatusSucceeded), string(tasks.StatusCheckFailed), string(tasks.StatusBudgetExhausted),
 	string(tasks.StatusStepLimit), string(tasks.StatusTimeLimit), string(tasks.StatusPolicyViolation),
-	string(tasks.StatusModelError), string(tasks.StatusSandboxError), string(tasks.StatusError),
+	string(tasks.StatusSetupFailed), string(tasks.StatusModelError), string(tasks.StatusSandboxError), string(tasks.StatusError),
 	string(tasks.StatusInterrupted), string(StateRunning), string(StateQueued), string(StateNotRun),
 }
 
@@ -246,6 +246,8 @@ func explain(r tasks.Result) string {
 		return "The work changed a protected path, so it was not committed."
 	case tasks.StatusInterrupted:
 		return "The run was stopped before the task ended."
+	case tasks.StatusSetupFailed:
+		return "The task's setup failed; the agent did not run."
 	}
 	return "The task failed."
 }

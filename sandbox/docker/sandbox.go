@@ -105,6 +105,9 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 			return nil, err
 		}
 	}
+	if err := d.restoreEnvironment(ctx); err != nil {
+		return nil, err
+	}
 	ok = true
 	return d, nil
 }
