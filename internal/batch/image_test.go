@@ -55,14 +55,17 @@ func TestTaskRunsInTheRepositorysDevcontainer(t *testing.T) {
 		"containerEnv": {"FROM_DEVCONTAINER": "yes", "HOME_TOKEN": "${localEnv:HOME}"},
 		"runArgs": ["--privileged"],
 		"privileged": true,
-		"postCreateCommand": "make tools",
+		"onCreateCommand": "echo made-by-setup > /made",
+		"postCreateCommand": ["sh", "-c", "cp \"$SSL_CERT_FILE\" /setup-trusted; echo \"$FROM_DEVCONTAINER\" >> /made"],
 	}`), 0o644)
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "devcontainer")
 	ca := testCAPEM(t)
 	task := tasks.Task{Build: &tasks.ImageBuild{Devcontainer: true, Source: tasks.Source{File: "tasks.yaml", Line: 3}}, CACerts: ca}
-	r := runOne(t, context.Background(), repo, task, func(d *Deps) { d.BuildImage = builder(t) },
-		fakellm.ToolCall("run_command", `{"command":"{ cat /greeting; echo \"$FROM_DEVCONTAINER ${HOME_TOKEN:-unset}\"; id -u; grep CapEff /proc/self/status; cat \"$SSL_CERT_FILE\"; } > out.txt"}`),
+	// The lifecycle commands run as the task's setup, in order, with the
+	// configuration's environment and the task's certificates.
+	r := runOne(t, context.Background(), repo, task, func(d *Deps) { d.BuildImage, d.Environments = builder(t), dockertest.Engine(t) },
+		fakellm.ToolCall("run_command", `{"command":"{ cat /greeting; echo \"$FROM_DEVCONTAINER ${HOME_TOKEN:-unset}\"; id -u; grep CapEff /proc/self/status; cat \"$SSL_CERT_FILE\"; } > out.txt; cat /made > setup.txt; cmp /setup-trusted \"$SSL_CERT_FILE\" >> setup.txt && echo same-ca >> setup.txt"}`),
 		fakellm.ToolCall("complete", `{"summary":"done"}`),
 	)
 	if r.Status != tasks.StatusSucceeded {
@@ -70,6 +73,12 @@ func TestTaskRunsInTheRepositorysDevcontainer(t *testing.T) {
 	}
 	if got, want := git(t, repo, "show", "agent/t:out.txt"), greeting+"\nyes unset\n1000\nCapEff:\t0000000000000000\n"+strings.TrimSpace(string(ca)); got != want {
 		t.Errorf("in the sandbox:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := git(t, repo, "show", "agent/t:setup.txt"), "made-by-setup\nyes\nsame-ca"; got != want {
+		t.Errorf("what the devcontainer's lifecycle commands left:\n%s\nwant:\n%s", got, want)
+	}
+	if r.Setup == nil || r.Setup.Duration <= 0 {
+		t.Errorf("result's setup: %+v; want the setup phase recorded", r.Setup)
 	}
 	warnings := strings.Join(r.Warnings, "\n")
 	for _, want := range []string{
