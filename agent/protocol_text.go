@@ -153,7 +153,7 @@ func (m *textProtocol) fallBack(refusal error) {
 }
 
 // toolRefusal matches a refusal's words about tools or function calling.
-var toolRefusal = regexp.MustCompile(`(?i)\btools\b|tool_choice|tool[ _-]?(use|calling|support)|function[ _-]?call|\bfunctions\b|support(s|ed)? tool`)
+var toolRefusal = regexp.MustCompile(`(?i)\btools\b|tool[ _-]?choice|tool[ _-]?(use|calling|support)|function[ _-]?call|\bfunctions\b|support(s|ed)? tool`)
 
 // refusesTools reports whether err is the server refusing the request's
 // tools: a 4xx other than a credential, quota, rate or size refusal, whose
@@ -306,12 +306,12 @@ func writeCall(b *strings.Builder, c ToolCall) {
 }
 
 // writeParam writes one parameter so that it reads back as value, byte
-// for byte: with an end mark when value holds a closing tag, and with a
+// for byte: with an end mark when value holds a tag of the grammar, and with a
 // leading newline kept by doubling it.
 func writeParam(b *strings.Builder, name, value string) {
 	fmt.Fprintf(b, "<parameter name=%q", name)
 	closer := paramClose
-	if strings.Contains(value, paramClose) {
+	if strings.Contains(value, paramClose) || markupIn(value) != "" {
 		mark := "END"
 		for n := 1; strings.Contains(value, mark); n++ {
 			mark = fmt.Sprintf("END%d", n)

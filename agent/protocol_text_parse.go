@@ -17,11 +17,13 @@ import (
 //
 // A value is the text after the parameter's ">" up to the first CLOSE,
 // byte for byte, except that one newline right after the ">" is dropped
-// (so a value may start on its own line). A value that contains
-// "</parameter>" must use end="MARK" with a MARK that does not occur in
-// it: the value then runs to the first MARK immediately followed by
-// "</parameter>". Nothing else is special inside a value: "<tool_call>",
-// "<" and "&" are plain text, and there are no entities.
+// (so a value may start on its own line). A value without end may not
+// contain "<tool_call", "</tool_call>" or "<parameter": those show a
+// parameter left unclosed, which would otherwise swallow the next call. A
+// value that contains any of them, or "</parameter>", must use end="MARK"
+// with a MARK that does not occur in it: the value then runs to the first
+// MARK immediately followed by "</parameter>", and nothing in it is
+// special. "<" and "&" are always plain text: there are no entities.
 //
 // Calls are run in the order they appear, as native parallel calls are.
 // A fenced code block is a line starting (after up to three spaces) with
@@ -181,6 +183,10 @@ func parseOneCall(text string, start, line int) (c textCall, next int) {
 				return fail("parameter %q is not closed with %s (the reply ended first)", pname, closer)
 			}
 			value := v[:n]
+			if tag := markupIn(value); !hasEnd && tag != "" {
+				return fail("the value of parameter %q contains %s: close the parameter with </parameter> first, or, "+
+					"if the value is meant to hold it, write the parameter with end=\"MARK\"", pname, tag)
+			}
 			value = strings.TrimPrefix(value, "\n")
 			c.params = append(c.params, textParam{name: pname, value: value})
 			p.i += n + len(closer)
@@ -190,6 +196,17 @@ func parseOneCall(text string, start, line int) (c textCall, next int) {
 			return fail("expected <parameter ...> or </tool_call>, found %q", snippet(p.s[p.i:]))
 		}
 	}
+}
+
+// markupIn returns the first tag of the grammar that a value without an
+// end mark may not hold, or "".
+func markupIn(value string) string {
+	for _, tag := range []string{callOpen, callClose, paramOpen} {
+		if strings.Contains(value, tag) {
+			return tag
+		}
+	}
+	return ""
 }
 
 // cursor reads a tag's attributes.

@@ -21,7 +21,7 @@ func toolSection(tools []ToolSpec) string {
 </tool_call>
 
 - A VALUE is the exact text between the tags: nothing is escaped or unescaped (write < and & as they are), and only one newline right after <parameter ...> is dropped, so a long value may start on its own line.
-- If a VALUE contains the text </parameter>, pick a word MARK of letters, digits or _ that does not occur in it and write <parameter name="PARAM" end="MARK">VALUE` + "MARK</parameter>" + `: the value then ends at MARK</parameter>.
+- If a VALUE contains the text </parameter>, <parameter, <tool_call or </tool_call>, pick a word MARK of letters, digits or _ that does not occur in it and write <parameter name="PARAM" end="MARK">VALUE` + "MARK</parameter>" + `: the value then ends at MARK</parameter>.
 - Write numbers and booleans plainly (42, true) and arrays or objects as JSON. Give every required parameter and no others.
 - You may write several calls in one reply; they run in order. Then end your reply: each result comes back in the next message as <tool_result name="TOOL">...</tool_result>. Never write tool results yourself.
 - Calls inside markdown code blocks are not run: never put a call in a code block.
