@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,6 +259,84 @@ func TestTextFramingBoundsWhatIsSent(t *testing.T) {
 		added := size(renderText(msgs, tools)) - size(renderText(msgs[:k], tools))
 		if bound := size(msgs[k:]) + tp.FramingBytes(msgs, tools, k); added > bound {
 			t.Errorf("counted %d: %d bytes added, bound %d", k, added, bound)
+		}
+	}
+}
+
+// isStep tells a step of a text-protocol task from a summary request: only
+// steps describe the tools.
+func isStep(r fakellm.Request) bool {
+	return len(r.Messages) > 0 && strings.Contains(r.Messages[0].Content, "<tool name=\"complete\">")
+}
+
+// xmlScript runs a long command per turn in the text protocol and
+// completes after turns turns; other requests are summaries.
+func xmlScript(turns int) fakellm.Turn {
+	var mu sync.Mutex
+	n := 0
+	return fakellm.Func(func(r fakellm.Request) fakellm.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		prompt := requestTokens(r)
+		if !isStep(r) {
+			return fakellm.Text(fmt.Sprintf("Summary: ran %d commands so far.", n)).WithUsage(prompt, 40, 0)
+		}
+		n++
+		if n > turns {
+			return fakellm.Text(xmlCall("complete", "summary", "all done")).WithUsage(prompt, 20, 0)
+		}
+		return fakellm.Text(xmlCall("run_command", "command", fmt.Sprintf("echo part-%d %s", n, strings.Repeat("x", 1200)))).WithUsage(prompt, 30, 0)
+	})
+}
+
+// Compaction and resuming from the trajectory work under the text
+// protocol as under native tools: the history is summarized inside the
+// window, and a continuation picks up the calls made in text.
+func TestTextProtocolCompactsAndResumes(t *testing.T) {
+	const window = 8000
+	sb := newMemSandbox(nil)
+	sb.exec = func(cmd string) (sandbox.ExecResult, error) {
+		return sandbox.ExecResult{Output: cmd + "\n" + strings.Repeat("data ", 400)}, nil
+	}
+	first := fakellm.New(t)
+	first.SetMode(fakellm.ModeNoTools)
+	first.Forever(xmlScript(200))
+	a, traj, _ := newProtocolAgent(t, first, sb, ProtocolXML, Config{ContextWindow: window, MaxSteps: 30})
+	out := a.Run(context.Background())
+	if out.Status != StatusStepLimit || out.Compactions == 0 {
+		t.Fatalf("first run = %+v, want step_limit after compactions", out)
+	}
+	summaries := 0
+	for i, r := range first.Requests() {
+		if p := requestTokens(r); p > window {
+			t.Errorf("request %d has %d prompt tokens, over the %d window", i+1, p, window)
+		}
+		if !isStep(r) {
+			summaries++
+		}
+	}
+	if summaries == 0 {
+		t.Errorf("no summary request in %d requests", len(first.Requests()))
+	}
+	history, err := ReadHistory([]string{testKey}, HistorySource{Name: "t1.1.jsonl", R: bytes.NewReader(traj.Bytes())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := fakellm.New(t)
+	second.SetMode(fakellm.ModeNoTools)
+	second.Forever(xmlScript(1))
+	b, traj2, _ := newProtocolAgent(t, second, sb, ProtocolXML, Config{ContextWindow: window, MaxSteps: 10})
+	if out := b.Resume(context.Background(), history, "Go on where you stopped.", 1); out.Status != StatusCompleted {
+		t.Fatalf("continuation = %+v, want completed", out)
+	}
+	first0 := second.Requests()[0]
+	last := first0.Messages[len(first0.Messages)-1]
+	if last.Role != RoleUser || !strings.Contains(last.Content, "<tool_result name=\"run_command\">") || !strings.HasSuffix(last.Content, "Go on where you stopped.") {
+		t.Errorf("the continuation's last message is %s %.200q, want the last result and the prompt", last.Role, last.Content)
+	}
+	for _, e := range events(t, traj2) {
+		if e.Type == EventContinue && e.Protocol != ProtocolXML {
+			t.Errorf("continue event protocol %q, want xml", e.Protocol)
 		}
 	}
 }
