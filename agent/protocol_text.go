@@ -196,8 +196,11 @@ func readReply(msg Message, tools []ToolSpec) Message {
 				} else {
 					tc.Arguments = args
 				}
+			} else {
+				// An unknown tool is left to the agent, which names the
+				// tools; the arguments are kept as written, for the record.
+				tc.Arguments = stringArguments(c.params)
 			}
-			// An unknown tool is left to the agent, which names the tools.
 		}
 		msg.ToolCalls = append(msg.ToolCalls, tc)
 	}
@@ -207,6 +210,16 @@ func readReply(msg Message, tools []ToolSpec) Message {
 				"write the call outside any code block", fenced)}}
 	}
 	return msg
+}
+
+// stringArguments is params as a JSON object of strings.
+func stringArguments(params []textParam) string {
+	args := make(map[string]string, len(params))
+	for _, p := range params {
+		args[p.name] = p.value
+	}
+	b, _ := json.Marshal(args)
+	return string(b)
 }
 
 func specNamed(tools []ToolSpec, name string) (ToolSpec, bool) {
