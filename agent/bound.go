@@ -106,6 +106,8 @@ func (b *promptBounds) drop(why string) {
 // part of the bound that the server's count has not covered. Until the
 // tokenizer is trusted, trial is what it would have bounded the same
 // request by (0 when no earlier count covers a prefix).
+// What a model's own request form adds (see PromptFramer) is added to
+// both.
 func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) (bound, newPart, trial int64) {
 	if prefixKnown && a.knownLen > 0 && a.knownLen <= len(msgs) {
 		for _, m := range msgs[a.knownLen:] {
@@ -114,8 +116,10 @@ func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) 
 				trial += a.bounds.byTokenizer(m)
 			}
 		}
+		framing := a.framing(msgs, tools, a.knownLen)
+		newPart += framing
 		if trial > 0 {
-			trial += a.known
+			trial += a.known + framing
 		}
 		return a.known + newPart, newPart, trial
 	}
@@ -127,6 +131,7 @@ func (a *Agent) promptBound(msgs []Message, tools []ToolSpec, prefixKnown bool) 
 		b, _ := json.Marshal(t)
 		newPart += budget.TokensUpperBound(len(b))
 	}
+	newPart += a.framing(msgs, tools, 0)
 	return newPart, newPart, 0
 }
 

@@ -32,14 +32,14 @@ var errCannotCompact = errors.New("the history does not fit the context window a
 // estimate guesses the prompt tokens of msgs.
 func (a *Agent) estimate(msgs []Message) int64 {
 	if a.knownLen > 0 && a.knownLen <= len(msgs) {
-		return a.known + int64(sum(messageSizes(msgs[a.knownLen:])))/bytesPerToken
+		return a.known + (int64(sum(messageSizes(msgs[a.knownLen:])))+a.framing(msgs, a.specs, a.knownLen))/bytesPerToken
 	}
 	n := sum(messageSizes(msgs))
 	for _, t := range a.specs {
 		b, _ := json.Marshal(t)
 		n += len(b)
 	}
-	return int64(n) / bytesPerToken
+	return (int64(n) + a.framing(msgs, a.specs, 0)) / bytesPerToken
 }
 
 // compact shrinks the history when it nears the window, or always when

@@ -74,7 +74,8 @@ func (a *Agent) Run(ctx context.Context) Outcome {
 	for i, s := range a.specs {
 		names[i] = s.Name
 	}
-	a.cfg.Trajectory.Record(Event{Type: EventTask, Text: a.task.Prompt, Tools: names, Model: a.cfg.Model})
+	a.cfg.Trajectory.Record(Event{Type: EventTask, Text: a.task.Prompt, Tools: names, Model: a.cfg.Model,
+		Protocol: protocolOf(a.model)})
 	a.add(Message{Role: RoleSystem, Content: a.system})
 	a.add(Message{Role: RoleUser, Content: taskMessage(a.task)})
 	return a.loop(ctx)
@@ -412,6 +413,8 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cutOff bool) (su
 		case cutOff:
 			out, isErr, malformed = "Error: your reply was cut off at the length limit, so this call was not run. "+
 				"Make the call again with shorter arguments (write a large file in parts, for example).", true, true
+		case c.Unreadable != "":
+			out, isErr, malformed = "Error: "+c.Unreadable+". The call was not run.", true, true
 		case !known:
 			out, isErr, malformed = fmt.Sprintf("Error: there is no tool %q. The tools are: %s.", c.Name, a.toolNames()), true, true
 		case !json.Valid([]byte(orEmptyObject(c.Arguments))):

@@ -85,6 +85,10 @@ type ToolCall struct {
 	// Extra is the call's extra_content as the server sent it (Gemini puts
 	// its thought signature there), kept byte for byte to be sent back.
 	Extra json.RawMessage
+	// Unreadable, when set, says why the model's call could not be read
+	// (a text protocol's call that breaks its grammar or the tool's
+	// schema): the call is never run, and the model is told this reason.
+	Unreadable string
 }
 
 // ToolSpec describes a function the model may call.

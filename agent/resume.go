@@ -207,7 +207,8 @@ func (a *Agent) Resume(ctx context.Context, history History, prompt string, from
 	if history.KnownLen > 0 && history.KnownLen <= len(a.history) {
 		a.known, a.knownLen = history.KnownTokens, history.KnownLen
 	}
-	a.cfg.Trajectory.Record(Event{Type: EventContinue, Messages: len(a.history), Attempt: from, Tools: names, Model: a.cfg.Model})
+	a.cfg.Trajectory.Record(Event{Type: EventContinue, Messages: len(a.history), Attempt: from, Tools: names, Model: a.cfg.Model,
+		Protocol: protocolOf(a.model)})
 	a.add(Message{Role: RoleUser, Content: prompt})
 	return a.loop(ctx)
 }

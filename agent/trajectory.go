@@ -29,6 +29,7 @@ const (
 	EventBound      = "bound"       // prompt bounds fell back from the tokenizer to bytes: why in Text
 	EventEgress     = "egress"      // the egress proxy allowed or refused a connection, or stopped (Egress)
 	EventSetup      = "setup"       // the task's setup ran (its commands in Text, output in Summary) or was reused (Status "cached")
+	EventProtocol   = "protocol"    // the tool protocol changed for the rest of the task: the new one in Protocol, why in Text
 )
 
 // Event is one JSON Lines record of a trajectory. The sequence of message,
@@ -47,6 +48,9 @@ type Event struct {
 
 	Message *WireMessage `json:"message,omitempty"`
 	Tools   []string     `json:"tools,omitempty"`
+	// Protocol is how tools are offered and calls read (task, continue,
+	// protocol): native, xml or auto (see WithProtocol).
+	Protocol string `json:"protocol,omitempty"`
 
 	// request
 	Messages            int   `json:"messages,omitempty"`
@@ -136,13 +140,15 @@ type WireToolCall struct {
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	Extra     json.RawMessage `json:"extra_content,omitempty"`
+	// Unreadable is why the call could not be read (see ToolCall).
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 func wireMessage(m Message) *WireMessage {
 	w := &WireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name,
 		Reasoning: m.Reasoning, ReasoningField: m.ReasoningField, ReasoningDetails: m.ReasoningDetails, Extra: m.Extra}
 	for _, c := range m.ToolCalls {
-		w.ToolCalls = append(w.ToolCalls, WireToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Extra: c.Extra})
+		w.ToolCalls = append(w.ToolCalls, WireToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Extra: c.Extra, Unreadable: c.Unreadable})
 	}
 	return w
 }
@@ -152,7 +158,7 @@ func (w *WireMessage) Message() Message {
 	m := Message{Role: w.Role, Content: w.Content, ToolCallID: w.ToolCallID, Name: w.Name,
 		Reasoning: w.Reasoning, ReasoningField: w.ReasoningField, ReasoningDetails: w.ReasoningDetails, Extra: w.Extra}
 	for _, c := range w.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Extra: c.Extra})
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Extra: c.Extra, Unreadable: c.Unreadable})
 	}
 	return m
 }

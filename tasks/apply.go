@@ -86,6 +86,7 @@ func merge(d, s *spec) Task {
 		Runtime:      deref(pick(s.Runtime, d.Runtime)),
 		Model:        deref(pick(s.Model, d.Model)),
 		Provider:     deref(pick(s.Provider, d.Provider)),
+		Protocol:     deref(pick(s.Protocol, d.Protocol)),
 		BudgetUSD:    deref(pick(s.BudgetUSD, d.BudgetUSD)),
 		MaxSteps:     deref(pick(s.MaxSteps, d.MaxSteps)),
 		Timeout:      deref(pick(s.Timeout, d.Timeout)),

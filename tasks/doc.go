@@ -19,7 +19,7 @@
 //
 // The keys of a task are id, repo, ref, prompt or prompt_file, branch
 // (default agent/<id>), check, check_retries, check_timeout, image, runtime, model,
-// provider (a name of internal/provider), budget_usd, max_steps, timeout,
+// provider (a name of internal/provider), protocol (native, xml or auto), budget_usd, max_steps, timeout,
 // network (none, bridge, or {allow: [host, *.domain:port]}; default none), limits (memory, cpus, pids), env,
 // push, and the policy: protected_paths
 // (globs; policy.DefaultProtected when unset, none when []), deny_commands

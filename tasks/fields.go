@@ -27,6 +27,7 @@ type spec struct {
 	Branch, Check     *string
 	Image, Model      *string
 	Provider, Runtime *string
+	Protocol          *string
 	CheckRetries      *int
 	MaxSteps          *int
 	CheckTimeout      *time.Duration
@@ -183,6 +184,7 @@ var taskFields = []field{
 			s.Provider = &ps
 		}
 	}},
+	{"protocol", false, decodeProtocol},
 	{"budget_usd", false, func(r *reader, v *yaml.Node, a at, s *spec) {
 		if f, ok := r.number(v, a); ok {
 			if f <= 0 {

@@ -84,6 +84,9 @@ type Task struct {
 	// Provider names the service behind the model endpoint, whose request
 	// rules apply (see internal/provider); empty means the run's.
 	Provider string
+	// Protocol is how the model is offered tools: one of Protocols;
+	// empty means the run's (see protocol.go).
+	Protocol string
 	// BudgetUSD caps what the task may spend on model calls.
 	BudgetUSD float64
 	// MaxSteps caps the number of agent steps (model calls).

@@ -38,6 +38,7 @@ type modelFlags struct {
 	maxTokens     int64
 	useMaxTokens  bool
 	provider      string
+	protocol      string
 	timeout       time.Duration
 	maxRetries    int
 	outageWait    time.Duration
@@ -66,6 +67,8 @@ func (m *modelFlags) register(cmd *cobra.Command) {
 	f.Int64Var(&m.maxTokens, "max-completion-tokens", 8192, "reply limit per model call (lowered to fit the budget)")
 	f.StringVar(&m.provider, "provider", string(provider.Auto), "`service` behind the endpoint, for tasks that name none: "+
 		strings.Join(provider.Names(), ", ")+" (auto: from the base URL's host, then from the server's refusals)")
+	f.StringVar(&m.protocol, "protocol", agent.ProtocolNative, "how tools are offered, for tasks that name none: "+
+		strings.Join(tasks.Protocols, ", ")+" (xml: described in the prompt and read from the reply's text; auto: native, xml once the server refuses tools)")
 	f.BoolVar(&m.useMaxTokens, "use-max-tokens", false, "send the completion limit as max_tokens only, whatever the provider (servers that know no other field)")
 	f.DurationVar(&m.timeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of one model request attempt (retried)")
 	f.IntVar(&m.maxRetries, "max-retries", agent.DefaultMaxRetries, "retries of a failed model request, before its task fails or, if the endpoint is unavailable, waits for it")
@@ -108,6 +111,9 @@ func (m *modelFlags) complete(getenv func(string) string) error {
 		return cli.Usagef("--provider: %v", err)
 	}
 	m.provider = string(p)
+	if !tasks.ValidProtocol(m.protocol) {
+		return cli.Usagef("--protocol %q: want one of %s", m.protocol, strings.Join(tasks.Protocols, ", "))
+	}
 	return nil
 }
 
@@ -170,7 +176,11 @@ func (m *modelFlags) factory(gate *agent.Endpoint) func(tasks.Task, *agent.Traje
 		cfg.OnAdapt = func(note string) {
 			traj.Record(agent.Event{Type: agent.EventAdapt, Text: note})
 		}
-		return agent.NewOpenAI(cfg)
+		model, err := agent.NewOpenAI(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return m.withProtocol(model, t, traj)
 	}
 }
 

@@ -30,6 +30,10 @@ const (
 	ModeOpenRouter Mode = "openrouter"
 	ModeOllama     Mode = "ollama"
 	ModeVLLM       Mode = "vllm"
+	// ModeNoTools is a server without tool calling (vLLM started without
+	// --enable-auto-tool-choice): a request offering tools, or holding tool
+	// calls or tool messages, gets a 400 saying so.
+	ModeNoTools Mode = "notools"
 )
 
 // Refusal is a request a mode refused.
@@ -170,6 +174,31 @@ func (is *issued) check(m Mode, req Request) *refusal {
 		return checkGroq(raw.Top, raw.Messages)
 	case ModeOpenRouter:
 		return is.checkOpenRouter(raw.Messages)
+	case ModeNoTools:
+		return checkNoTools(raw.Top, raw.Messages)
+	}
+	return nil
+}
+
+// checkNoTools refuses anything about tools, with vLLM's words and shape.
+func checkNoTools(top map[string]json.RawMessage, msgs []map[string]json.RawMessage) *refusal {
+	refuse := func(message string) *refusal {
+		return &refusal{status: http.StatusBadRequest, body: string(mustJSON(map[string]any{
+			"object": "error", "message": message, "type": "BadRequestError", "param": nil, "code": http.StatusBadRequest,
+		}))}
+	}
+	if _, ok := top["tools"]; ok {
+		return refuse(`"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
+	}
+	if _, ok := top["tool_choice"]; ok {
+		return refuse(`"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`)
+	}
+	for i, m := range msgs {
+		var role string
+		_ = json.Unmarshal(m["role"], &role)
+		if _, calls := m["tool_calls"]; calls || role == "tool" {
+			return refuse(fmt.Sprintf("messages.%d: tool calls and tool messages are not supported by this model's chat template", i))
+		}
 	}
 	return nil
 }
