@@ -40,6 +40,9 @@ func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
+	if res, err, ok := d.execChannel(ctx, cmd, dir, opt); ok {
+		return res, err
+	}
 	mark := cmdwrap.NewMark()
 	start := time.Now()
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
@@ -136,6 +139,7 @@ wait:
 	}
 	res.ExitCode = code
 	out.Fill(&res)
+	res.Notice = d.takeNotice()
 	res.Duration = time.Since(start)
 	return res, nil
 }

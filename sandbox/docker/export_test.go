@@ -45,3 +45,12 @@ func SetFileOpTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
 	fileOpTimeout = d
 	t.Cleanup(func() { fileOpTimeout = old })
 }
+
+// ChannelPID is the process id of the sandbox's channel helper, inside the
+// sandbox, or 0 when the sandbox has no live channel.
+func (d *Sandbox) ChannelPID() int {
+	if c := d.channel(); c != nil {
+		return c.HelperPID()
+	}
+	return 0
+}

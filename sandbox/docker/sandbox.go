@@ -25,6 +25,7 @@ type Sandbox struct {
 	cfg      sandbox.Config
 	deadline time.Time
 	egress   *dockernet.Egress // nil without an allowlist
+	ch       *channelState     // nil without a channel helper
 
 	mu        sync.Mutex
 	stopped   bool
@@ -66,7 +67,7 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
 		Config:     containerConfig(cfg, e.owner, deadline),
-		HostConfig: hostConfig(cfg),
+		HostConfig: e.withChannel(hostConfig(cfg)),
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
@@ -96,6 +97,7 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 			return nil, err
 		}
 	}
+	d.startChannel(ctx)
 	ok = true
 	return d, nil
 }
@@ -217,6 +219,7 @@ func (d *Sandbox) Close(ctx context.Context) error {
 		d.mu.Lock()
 		d.closed = true
 		d.mu.Unlock()
+		d.closeChannel()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
 		// A daemon that is restarting refuses connections for a while:
