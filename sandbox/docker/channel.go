@@ -236,15 +236,21 @@ func (d *Sandbox) execChannel(ctx context.Context, cmd, dir string, opt sandbox.
 }
 
 // fileChannel runs a file operation through the channel when there is
-// one; ok is false when the caller should run it with an exec of its own.
-// File operations are safe to repeat, so one in flight when the channel
-// ends is run again that way.
-func fileChannel[T any](d *Sandbox, do func(c *channel.Client) (T, error)) (v T, err error, ok bool) {
+// one, bounded by fileOpTimeout as one run of the file helper is; ok is
+// false when the caller should run it with an exec of its own. File
+// operations are safe to repeat, so one in flight when the channel ends is
+// run again that way.
+func fileChannel[T any](ctx context.Context, d *Sandbox, do func(ctx context.Context, c *channel.Client) (T, error)) (v T, err error, ok bool) {
 	c := d.channel()
 	if c == nil {
 		return v, nil, false
 	}
-	v, err = do(c)
+	if err := d.usable(); err != nil {
+		return v, err, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+	defer cancel()
+	v, err = do(ctx, c)
 	if errors.Is(err, channel.ErrDown) {
 		d.channelDown(err)
 		return v, nil, false

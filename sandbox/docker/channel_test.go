@@ -1,8 +1,10 @@
 package docker_test
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -16,7 +18,7 @@ import (
 )
 
 // channelEngine is the shared engine with the channel helper in use.
-func channelEngine(t *testing.T) *docker.Engine {
+func channelEngine(t testing.TB) *docker.Engine {
 	t.Helper()
 	e := dockertest.Engine(t).OwnedBy(sandbox.Self())
 	if err := e.UseChannel(dockertest.ChannelHelper(t)); err != nil {
@@ -200,5 +202,47 @@ func TestChannelAgentAttacksHelper(t *testing.T) {
 	}
 	if sb.ChannelPID() == 0 {
 		t.Error("the channel ended")
+	}
+}
+
+// The channel streams a tar of the live workspace: every entry, symlinks
+// as symlinks (never followed out of the workspace), contents whole.
+func TestChannelTar(t *testing.T) {
+	sb := startChannel(t, sandbox.Config{})
+	output(t, sb, "mkdir -p a/b && printf one > a/b/f && ln -s /etc/passwd out && head -c 3000000 /dev/zero > big")
+	ctx := context.Background()
+	rc, err := sb.ChannelTar(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read the tar: %v", err)
+		}
+		body, _ := io.ReadAll(tr)
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			got[h.Name] = "-> " + h.Linkname
+		case tar.TypeReg:
+			got[h.Name] = strconv.Itoa(len(body)) + ":" + string(body[:min(len(body), 3)])
+		default:
+			got[h.Name] = "dir"
+		}
+	}
+	want := map[string]string{"./": "dir", "./a/": "dir", "./a/b/": "dir", "./a/b/f": "3:one", "./out": "-> /etc/passwd", "./big": "3000000:\x00\x00\x00"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("entry %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("entries %v, want %v", got, want)
 	}
 }

@@ -54,3 +54,12 @@ func (d *Sandbox) ChannelPID() int {
 	}
 	return 0
 }
+
+// ChannelTar streams a tar of the workspace through the sandbox's channel.
+func (d *Sandbox) ChannelTar(ctx context.Context) (io.ReadCloser, error) {
+	c := d.channel()
+	if c == nil {
+		return nil, fmt.Errorf("no channel")
+	}
+	return c.Tar(ctx)
+}

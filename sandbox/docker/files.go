@@ -22,7 +22,7 @@ func (d *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, err, ok := fileChannel(d, func(c *channel.Client) ([]byte, error) { return c.ReadFile(ctx, abs) }); ok {
+	if data, err, ok := fileChannel(ctx, d, func(ctx context.Context, c *channel.Client) ([]byte, error) { return c.ReadFile(ctx, abs) }); ok {
 		return data, err
 	}
 	op := fileOp{name: "read", path: p, args: []string{abs, strconv.Itoa(sandbox.MaxReadSize)}, max: sandbox.MaxReadSize}
@@ -58,7 +58,9 @@ func (d *Sandbox) WriteFile(ctx context.Context, p string, data []byte, mode fs.
 	if data == nil {
 		data = []byte{}
 	}
-	if _, err, ok := fileChannel(d, func(c *channel.Client) (struct{}, error) { return struct{}{}, c.WriteFile(ctx, abs, data, mode) }); ok {
+	if _, err, ok := fileChannel(ctx, d, func(ctx context.Context, c *channel.Client) (struct{}, error) {
+		return struct{}{}, c.WriteFile(ctx, abs, data, mode)
+	}); ok {
 		return err
 	}
 	op := fileOp{name: "write", path: p, args: []string{abs, strconv.Itoa(len(data)), perm}, stdin: data, max: 4 << 10}
@@ -76,7 +78,9 @@ func (d *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	if files, err, ok := fileChannel(d, func(c *channel.Client) ([]sandbox.FileInfo, error) { return c.ListFiles(ctx, abs, recursive) }); ok {
+	if files, err, ok := fileChannel(ctx, d, func(ctx context.Context, c *channel.Client) ([]sandbox.FileInfo, error) {
+		return c.ListFiles(ctx, abs, recursive)
+	}); ok {
 		return files, err
 	}
 	depth := "1"
