@@ -71,6 +71,9 @@ func (c runCommand) Call(ctx context.Context, sb sandbox.Sandbox, raw json.RawMe
 	if res.OOMKilled {
 		b.WriteString("A process was killed for using more memory than the sandbox allows; use less memory (smaller inputs, fewer parallel jobs).\n")
 	}
+	if res.Notice != "" {
+		b.WriteString(res.Notice + "\n")
+	}
 	if res.Detached {
 		b.WriteString("A background process kept the output open; what it printed after the command ended is not shown.\n")
 	}

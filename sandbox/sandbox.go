@@ -90,6 +90,10 @@ type ExecResult struct {
 	// kept the output open; output written after the drain period is lost.
 	Detached bool          `json:"detached,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// Notice is a word from the backend about how the sandbox runs
+	// commands that the agent should hear, such as a fallback to a slower
+	// way after the sandbox's command channel ended; empty as a rule.
+	Notice string `json:"notice,omitempty"`
 }
 
 // FileInfo is one entry of ListFiles.

@@ -16,6 +16,7 @@ import (
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/internal/termsafe"
+	"github.com/runner-dev/runner/sandbox/channel"
 )
 
 func main() {
@@ -28,10 +29,15 @@ func main() {
 //
 // "runner egress-proxy" is not a command for people: it is the egress
 // proxy that a sandbox with an allowlist runs in a container of its own
-// (see package egress), and it is left out of the help.
+// (see package egress), and it is left out of the help. Nor is "runner
+// sandbox-channel": the helper each sandbox runs to serve its commands and
+// file operations over one stream (see package sandbox/channel).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "egress-proxy" {
 		return egress.Main(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == channel.Subcommand {
+		return channel.Main(stdin, stdout, stderr)
 	}
 	ctx, stop := signalContext(context.Background())
 	defer stop()

@@ -77,6 +77,7 @@ func connectBackend(ctx context.Context, log *slog.Logger) (sandbox.Backend, err
 		return nil, err
 	}
 	log.Debug("connected to the Docker engine", "host", e.Host())
+	useChannel(e, log)
 	return e, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,9 @@ func Main(m *testing.M) int {
 		return egress.Main(os.Args[2:], os.Stdout, os.Stderr)
 	}
 	code := m.Run()
+	if helperPath != "" {
+		os.RemoveAll(filepath.Dir(helperPath))
+	}
 	if left := CheckLeftovers(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: sandbox containers left behind by the tests:\n  %s\n", strings.Join(left, "\n  "))
 		if code == 0 {

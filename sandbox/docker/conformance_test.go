@@ -8,6 +8,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/docker"
 	"github.com/runner-dev/runner/sandbox/sandboxtest"
 )
 
@@ -16,7 +17,11 @@ import (
 // runtime the engine lacks fails the test (CI declares both, see .ci/runsc);
 // RUNNER_SKIP_RUNSC=1 turns that into a skip on a machine without gVisor.
 func TestConformance(t *testing.T) {
-	e := dockertest.Engine(t)
+	conformance(t, dockertest.Engine(t))
+}
+
+// conformance runs the suite against e under runc and runsc.
+func conformance(t *testing.T, e *docker.Engine) {
 	swapper := swapperBinary(t)
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {

@@ -17,6 +17,9 @@ type Engine struct {
 	cli *client.Client
 	// owner labels the sandboxes this Engine starts.
 	owner sandbox.Owner
+	// channelHelper is the helper binary of the sandboxes' channel, ""
+	// for none (see UseChannel).
+	channelHelper string
 }
 
 var _ sandbox.Backend = (*Engine)(nil)

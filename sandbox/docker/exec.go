@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"io"
 	"slices"
@@ -14,10 +13,8 @@ import (
 	"github.com/runner-dev/runner/internal/panics"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/cmdwrap"
 )
-
-//go:embed exec.sh
-var execScript string
 
 const (
 	// drainPeriod is how long Exec waits for the output to close after the
@@ -43,7 +40,10 @@ func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	mark := "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
+	if res, err, ok := d.execChannel(ctx, cmd, dir, opt); ok {
+		return res, err
+	}
+	mark := cmdwrap.NewMark()
 	start := time.Now()
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
 		User: user,
@@ -53,7 +53,7 @@ func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 		AttachStderr: true,
 		Env:          append(slices.Clip(opt.Env), "RUNNER_EXEC="+mark),
 		WorkingDir:   dir,
-		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "run", mark, cmd},
+		Cmd:          []string{"sh", "-c", cmdwrap.Script, "runner-exec", "run", mark, cmd},
 	})
 	if err != nil {
 		return sandbox.ExecResult{}, d.execError(ctx, err)
@@ -62,9 +62,9 @@ func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, d.execError(ctx, err)
 	}
-	out := newExecOutput(opt.MaxOutput, mark)
+	out := cmdwrap.NewOutput(opt.MaxOutput, mark)
 	done := panics.Go(ctx, func() error {
-		_, err := stdcopy.StdCopy(out.stdoutWriter(), out.stderrWriter(), att.Reader)
+		_, err := stdcopy.StdCopy(out.Stdout(), out.Stderr(), att.Reader)
 		return err
 	})
 	stop := func() { att.Close(); <-done }
@@ -117,7 +117,7 @@ wait:
 				// kill it): kill from a second exec.
 				stop()
 				d.kill(ctx, mark)
-				out.timedOut = true
+				out.TimedOut = true
 				break wait
 			}
 			poll = min(poll*2, 2*time.Second)
@@ -129,7 +129,7 @@ wait:
 	if err != nil {
 		return sandbox.ExecResult{}, d.execError(ctx, err)
 	}
-	if readErr != nil || running || code >= 128 && !out.timedOut && !out.oomKilled {
+	if readErr != nil || running || code >= 128 && !out.TimedOut && !out.OOMKilled {
 		if err := d.stoppedError(ctx); err != nil {
 			return sandbox.ExecResult{}, fmt.Errorf("exec: %w", err)
 		}
@@ -138,13 +138,8 @@ wait:
 		return sandbox.ExecResult{}, fmt.Errorf("exec: read output: %w", readErr)
 	}
 	res.ExitCode = code
-	res.Stdout = out.stdout.String()
-	res.Stderr = out.stderr.String()
-	res.Output = out.combined.String()
-	res.TimedOut = out.timedOut
-	res.OOMKilled = out.oomKilled
-	res.Truncated = out.stdout.Dropped() > 0 || out.stderr.Dropped() > 0 || out.combined.Dropped() > 0
-	res.Dropped = out.combined.Dropped()
+	out.Fill(&res)
+	res.Notice = d.takeNotice()
 	res.Duration = time.Since(start)
 	return res, nil
 }
@@ -177,7 +172,7 @@ func (d *Sandbox) kill(ctx context.Context, mark string) {
 		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,
-		Cmd:          []string{"sh", "-c", execScript, "runner-exec", "kill", mark},
+		Cmd:          []string{"sh", "-c", cmdwrap.Script, "runner-exec", "kill", mark},
 	})
 	if err != nil {
 		return

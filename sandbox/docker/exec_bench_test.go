@@ -17,7 +17,8 @@ import (
 // ExecAttach, the output read to its end, ExecInspect), and runner's Exec.
 // It does so on the busybox test image and on the Debian sandbox image
 // (dash, dynamically linked programs). Goal: runner faster than the CLI,
-// within 1.2x of the floor.
+// within 1.2x of the floor; through the sandbox's channel (runner-channel,
+// a second sandbox of the same image), at most 0.1x of runner's exec.
 func BenchmarkExec(b *testing.B) {
 	for _, img := range []struct {
 		name  string
@@ -27,6 +28,7 @@ func BenchmarkExec(b *testing.B) {
 		{"debian", dockertest.SandboxImage},
 	} {
 		sb := start(b, sandbox.Config{Image: img.image(b), TaskID: "bench-exec-" + img.name})
+		sbc := startOn(b, channelEngine(b), sandbox.Config{Image: img.image(b), TaskID: "bench-exec-channel-" + img.name})
 		ctx := context.Background()
 		impls := []struct {
 			name string
@@ -49,6 +51,13 @@ func BenchmarkExec(b *testing.B) {
 		}}, {"runner", func(b *testing.B) {
 			for b.Loop() {
 				res, err := sb.Exec(ctx, "true", sandbox.ExecOptions{})
+				if err != nil || res.ExitCode != 0 || res.Detached || res.TimedOut {
+					b.Fatalf("Exec: %+v, err %v", res, err)
+				}
+			}
+		}}, {"runner-channel", func(b *testing.B) {
+			for b.Loop() {
+				res, err := sbc.Exec(ctx, "true", sandbox.ExecOptions{})
 				if err != nil || res.ExitCode != 0 || res.Detached || res.TimedOut {
 					b.Fatalf("Exec: %+v, err %v", res, err)
 				}

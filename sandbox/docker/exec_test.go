@@ -9,46 +9,15 @@ import (
 
 	"github.com/runner-dev/runner/internal/dockertest"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/sandboxtest"
 )
 
 // A command that outlives its timeout is killed with everything it started,
-// including processes that ignore SIGTERM, start a session of their own or
-// clear their environment: with Debian's dash and util-linux (the
-// conformance suite tries busybox's shell, under every runtime).
+// with Debian's dash and util-linux too (the conformance suite tries
+// busybox's shell, under every runtime).
 func TestExecTimeoutKillsEveryProcess(t *testing.T) {
-	for _, img := range []struct {
-		name  string
-		image func(testing.TB) string
-	}{{"debian", dockertest.SandboxImage}} {
-		t.Run(img.name, func(t *testing.T) {
-			sb := start(t, sandbox.Config{Image: img.image(t)})
-			cmd := `trap '' TERM
-(trap '' TERM; exec sleep 1001) &
-setsid sh -c 'trap "" TERM; exec sleep 1002' &
-env -i /bin/sh -c 'trap "" TERM; exec sleep 1003' &
-sleep 1004 >/dev/null 2>&1 &
-echo started
-exec sleep 1000`
-			begin := time.Now()
-			res := run(t, sb, cmd, sandbox.ExecOptions{Timeout: 2 * time.Second})
-			took := time.Since(begin)
-			if !res.TimedOut {
-				t.Errorf("TimedOut = false, want true (exit %d, output %q)", res.ExitCode, res.Output)
-			}
-			if res.Stdout != "started\n" {
-				t.Errorf("stdout = %q, want the output before the timeout", res.Stdout)
-			}
-			if strings.Contains(res.Output, "runner-exec-") {
-				t.Errorf("the watchdog's mark leaked into the output: %q", res.Output)
-			}
-			if took > 15*time.Second {
-				t.Errorf("Exec took %s for a 2s timeout", took)
-			}
-			if left := sleepers(t, sb.ID(), "sleep 100"); left != "" {
-				t.Errorf("processes survived the timeout:\n%s", left)
-			}
-		})
-	}
+	e := dockertest.Engine(t)
+	sandboxtest.ExecTimeoutKillsEveryProcess(t, sandboxtest.Target{Backend: e, RunID: dockertest.RunID}, dockertest.SandboxImage(t))
 }
 
 // sleepers lists the processes of a container whose command line starts

@@ -45,3 +45,21 @@ func SetFileOpTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
 	fileOpTimeout = d
 	t.Cleanup(func() { fileOpTimeout = old })
 }
+
+// ChannelPID is the process id of the sandbox's channel helper, inside the
+// sandbox, or 0 when the sandbox has no live channel.
+func (d *Sandbox) ChannelPID() int {
+	if c := d.channel(); c != nil {
+		return c.HelperPID()
+	}
+	return 0
+}
+
+// ChannelTar streams a tar of the workspace through the sandbox's channel.
+func (d *Sandbox) ChannelTar(ctx context.Context) (io.ReadCloser, error) {
+	c := d.channel()
+	if c == nil {
+		return nil, fmt.Errorf("no channel")
+	}
+	return c.Tar(ctx)
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/channel"
 )
 
 // ReadFile returns the content of a regular file in the workspace. The file
@@ -20,6 +21,9 @@ func (d *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	abs, err := resolve(p)
 	if err != nil {
 		return nil, err
+	}
+	if data, err, ok := fileChannel(ctx, d, func(ctx context.Context, c *channel.Client) ([]byte, error) { return c.ReadFile(ctx, abs) }); ok {
+		return data, err
 	}
 	op := fileOp{name: "read", path: p, args: []string{abs, strconv.Itoa(sandbox.MaxReadSize)}, max: sandbox.MaxReadSize}
 	res, err := d.runFile(ctx, op)
@@ -54,6 +58,11 @@ func (d *Sandbox) WriteFile(ctx context.Context, p string, data []byte, mode fs.
 	if data == nil {
 		data = []byte{}
 	}
+	if _, err, ok := fileChannel(ctx, d, func(ctx context.Context, c *channel.Client) (struct{}, error) {
+		return struct{}{}, c.WriteFile(ctx, abs, data, mode)
+	}); ok {
+		return err
+	}
 	op := fileOp{name: "write", path: p, args: []string{abs, strconv.Itoa(len(data)), perm}, stdin: data, max: 4 << 10}
 	res, err := d.runFile(ctx, op)
 	if err != nil {
@@ -68,6 +77,11 @@ func (d *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]
 	abs, err := resolve(dir)
 	if err != nil {
 		return nil, err
+	}
+	if files, err, ok := fileChannel(ctx, d, func(ctx context.Context, c *channel.Client) ([]sandbox.FileInfo, error) {
+		return c.ListFiles(ctx, abs, recursive)
+	}); ok {
+		return files, err
 	}
 	depth := "1"
 	if recursive {

@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/cmdwrap"
 )
 
 //go:embed files.sh
@@ -48,7 +49,7 @@ func (d *Sandbox) runFile(ctx context.Context, op fileOp) (fileResult, error) {
 	if err := d.usable(); err != nil {
 		return fileResult{}, err
 	}
-	mark := "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
+	mark := cmdwrap.NewMark()
 	cmd := append([]string{"sh", "-c", filesScript, "runner-files", op.name, sandbox.Workdir}, op.args...)
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
 		User:         user,

@@ -25,6 +25,7 @@ type Sandbox struct {
 	cfg      sandbox.Config
 	deadline time.Time
 	egress   *dockernet.Egress // nil without an allowlist
+	ch       *channelState     // nil without a channel helper
 
 	mu        sync.Mutex
 	stopped   bool
@@ -70,7 +71,7 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
 		Config:     containerConfig(cfg, e.owner, deadline),
-		HostConfig: hc,
+		HostConfig: e.withChannel(hc),
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
@@ -108,6 +109,7 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 	if err := d.restoreEnvironment(ctx); err != nil {
 		return nil, err
 	}
+	d.startChannel(ctx)
 	ok = true
 	return d, nil
 }
@@ -229,6 +231,7 @@ func (d *Sandbox) Close(ctx context.Context) error {
 		d.mu.Lock()
 		d.closed = true
 		d.mu.Unlock()
+		d.closeChannel()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
 		// A daemon that is restarting refuses connections for a while:

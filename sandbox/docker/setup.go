@@ -15,6 +15,7 @@ import (
 
 	"github.com/runner-dev/runner/internal/panics"
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/cmdwrap"
 )
 
 var _ sandbox.Environments = (*Engine)(nil)
@@ -117,7 +118,7 @@ func (e *Engine) buildEnvironment(ctx context.Context, s sandbox.Setup, key stri
 			return sandbox.Environment{}, err
 		}
 	}
-	out := newHeadTail(sandbox.DefaultMaxOutput)
+	out := cmdwrap.NewHeadTail(sandbox.DefaultMaxOutput)
 	rctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	env := append(append(cfg.CommandEnv(), s.Env...), s.SecretEnv...)

@@ -22,15 +22,10 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, errOp("read", p, err)
 	}
-	n, _, err := s.tree.lookup(p, true)
+	n, _, err := s.tree.existing(p)
 	switch {
-	case errors.Is(err, sandbox.ErrNotDir):
-		// The Docker backend cannot tell a file on the way from nothing.
-		return nil, errOp("read", p, sandbox.ErrNotFound)
 	case err != nil:
 		return nil, errOp("read", p, err)
-	case n == nil:
-		return nil, errOp("read", p, sandbox.ErrNotFound)
 	case n.kind == kindDir:
 		return nil, errOp("read", p, sandbox.ErrIsDir)
 	case n.perm&ownerRead == 0:
@@ -111,14 +106,10 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]
 	if err := ctx.Err(); err != nil {
 		return nil, errOp("list", dir, err)
 	}
-	n, real, err := s.tree.lookup(dir, true)
+	n, real, err := s.tree.existing(dir)
 	switch {
-	case errors.Is(err, sandbox.ErrNotDir):
-		return nil, errOp("list", dir, sandbox.ErrNotFound)
 	case err != nil:
 		return nil, errOp("list", dir, err)
-	case n == nil:
-		return nil, errOp("list", dir, sandbox.ErrNotFound)
 	case n.kind != kindDir:
 		return nil, errOp("list", dir, sandbox.ErrNotDir)
 	}
@@ -154,6 +145,22 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
+}
+
+// existing looks up p, symlinks followed, for an operation on something
+// that must exist. A file on the way counts as nothing there: the Docker
+// backend cannot tell the two apart.
+func (t *tree) existing(p string) (*node, string, error) {
+	n, real, err := t.lookup(p, true)
+	switch {
+	case errors.Is(err, sandbox.ErrNotDir):
+		return nil, "", sandbox.ErrNotFound
+	case err != nil:
+		return nil, "", err
+	case n == nil:
+		return nil, "", sandbox.ErrNotFound
+	}
+	return n, real, nil
 }
 
 // inDotGit reports whether an entry lies inside a .git directory (not the

@@ -13,7 +13,7 @@ import (
 
 func testExec(t *testing.T, tg Target) {
 	t.Run("Results", func(t *testing.T) { execResults(t, tg) })
-	t.Run("TimeoutKillsEveryProcess", func(t *testing.T) { execTimeoutKillsEveryProcess(t, tg) })
+	t.Run("TimeoutKillsEveryProcess", func(t *testing.T) { ExecTimeoutKillsEveryProcess(t, tg, tg.Image) })
 	t.Run("BackgroundChildHoldingOutput", func(t *testing.T) { execBackgroundChild(t, tg) })
 	t.Run("OutputCapped", func(t *testing.T) { execOutputCapped(t, tg) })
 	t.Run("CancelKillsCommand", func(t *testing.T) { execCancelKillsCommand(t, tg) })
@@ -64,9 +64,10 @@ func execResults(t *testing.T, tg Target) {
 
 // A command that outlives its timeout is killed with everything it started,
 // including processes that ignore SIGTERM, start a session of their own or
-// clear their environment.
-func execTimeoutKillsEveryProcess(t *testing.T, tg Target) {
-	sb := tg.start(t, sandbox.Config{})
+// clear their environment. It is exported so that a backend can run it
+// against other images (another shell, another setsid) than tg.Image.
+func ExecTimeoutKillsEveryProcess(t *testing.T, tg Target, image string) {
+	sb := tg.start(t, sandbox.Config{Image: image})
 	cmd := `trap '' TERM
 (trap '' TERM; exec sleep 1001) &
 setsid sh -c 'trap "" TERM; exec sleep 1002' &

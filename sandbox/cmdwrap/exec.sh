@@ -124,8 +124,11 @@ run)
 	root=$!
 	(
 		# Until stdin ends, TERM (the command is over) ends the watchdog;
-		# from then on the watchdog finishes its work.
+		# from then on the watchdog finishes its work. The reader of the
+		# output may be gone by then (the channel helper was killed): a
+		# write to it must not end the watchdog before its work is done.
 		trap 'exit 0' TERM
+		trap '' PIPE
 		read -r _ <&3
 		trap '' TERM
 		read -r me _ </proc/self/stat

@@ -1,4 +1,4 @@
-package docker
+package cmdwrap
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestHeadTailKeepsHeadAndTail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newHeadTail(tt.max)
+			b := NewHeadTail(tt.max)
 			for _, w := range tt.writes {
 				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write(%q) = %d, %v", w, n, err)
@@ -46,7 +46,7 @@ func TestHeadTailMatchesReference(t *testing.T) {
 	for max := 1; max < 40; max += 3 {
 		for chunk := 1; chunk < 50; chunk += 7 {
 			var all bytes.Buffer
-			b := newHeadTail(max)
+			b := NewHeadTail(max)
 			for i := 0; i < 30; i++ {
 				w := []byte(strings.Repeat(fmt.Sprint(i%10), chunk))
 				all.Write(w)

@@ -1,14 +1,14 @@
-package docker
+package cmdwrap
 
 import (
 	"fmt"
 	"strings"
 )
 
-// headTail keeps the first and the last bytes written to it, up to max in
+// HeadTail keeps the first and the last bytes written to it, up to max in
 // all, and counts what falls in between. It never grows past max, however
 // much is written, so a command that floods its output costs no memory.
-type headTail struct {
+type HeadTail struct {
 	max   int
 	head  []byte
 	tail  []byte // ring buffer of len max-max/2 once full
@@ -17,11 +17,11 @@ type headTail struct {
 	total int64
 }
 
-func newHeadTail(max int) *headTail {
-	return &headTail{max: max, head: make([]byte, 0, max/2)}
+func NewHeadTail(max int) *HeadTail {
+	return &HeadTail{max: max, head: make([]byte, 0, max/2)}
 }
 
-func (b *headTail) Write(p []byte) (int, error) {
+func (b *HeadTail) Write(p []byte) (int, error) {
 	n := len(p)
 	b.total += int64(n)
 	if room := cap(b.head) - len(b.head); room > 0 {
@@ -54,7 +54,7 @@ func (b *headTail) Write(p []byte) (int, error) {
 }
 
 // tailBytes returns the tail in order.
-func (b *headTail) tailBytes() []byte {
+func (b *HeadTail) tailBytes() []byte {
 	if !b.full {
 		return b.tail[:b.pos]
 	}
@@ -64,13 +64,13 @@ func (b *headTail) tailBytes() []byte {
 }
 
 // Dropped is the number of bytes written but not kept.
-func (b *headTail) Dropped() int64 {
+func (b *HeadTail) Dropped() int64 {
 	return b.total - int64(len(b.head)) - int64(len(b.tailBytes()))
 }
 
 // String returns what was kept, with a note where bytes were dropped. Text
 // cut in the middle of a UTF-8 sequence is repaired.
-func (b *headTail) String() string {
+func (b *HeadTail) String() string {
 	head, tail := string(b.head), string(b.tailBytes())
 	if d := b.Dropped(); d > 0 {
 		return strings.ToValidUTF8(head, "\uFFFD") +
