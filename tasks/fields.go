@@ -50,6 +50,10 @@ type spec struct {
 	mcp *MCPServer
 	// Exclude is set to an empty list by exclude: [].
 	Exclude *[]string
+	// Attempts, Pick and StopOnSuccess run a task best-of-n.
+	Attempts      *int
+	Pick          *Pick
+	StopOnSuccess *bool
 }
 
 // field is one key a task may hold.

@@ -120,6 +120,18 @@ type Task struct {
 	// or the defaults set exclude ([] for none, replacing the defaults'
 	// list whole).
 	Exclude []string
+	// Attempts is how many independent agents work on the task, each in
+	// its own sandbox, on its own branch (AttemptBranch); 1 (the default)
+	// runs it once, on Branch. Pick chooses the passing attempt whose
+	// commit Branch gets (PickFirst unless set); StopOnSuccess, nil when
+	// unset, is read through StopsOnSuccess.
+	Attempts      int
+	Pick          Pick
+	StopOnSuccess *bool
+	// Try is set by a run on the copy of a best-of-n task one of its
+	// attempts works on: its number, 1 to Attempts, with Branch its
+	// attempt branch. It is 0 otherwise and never read from a file.
+	Try int
 	// Source is where the task was written.
 	Source Source
 }

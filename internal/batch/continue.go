@@ -222,7 +222,7 @@ func attemptOf(store *tasks.Store, id string, attempt int) (tasks.Result, bool) 
 // TrajectoryPath is where the trajectory of one attempt of a task is kept
 // in the out directory.
 func TrajectoryPath(out, id string, attempt int) string {
-	return filepath.Join(out, "trajectories", fmt.Sprintf("%s.%d.jsonl", id, attempt))
+	return filepath.Join(out, "trajectories", tasks.TrajectoryName(id, attempt, 0))
 }
 
 // continuePrompt tells the agent why it stopped and to go on.
