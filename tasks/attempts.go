@@ -91,13 +91,7 @@ func init() { taskFields = append(taskFields, attemptFields...) }
 // the defaults, and checks what only the two together can tell.
 func (r *reader) mergeAttempts(t *Task, d, s *spec) {
 	t.Attempts = deref(pick(s.Attempts, d.Attempts))
-	if t.Attempts == 0 {
-		t.Attempts = 1
-	}
 	t.Pick = deref(pick(s.Pick, d.Pick))
-	if t.Pick == "" {
-		t.Pick = PickFirst
-	}
 	if stop := pick(s.StopOnSuccess, d.StopOnSuccess); stop != nil {
 		b := *stop // tasks must not share the defaults' pointer
 		t.StopOnSuccess = &b

@@ -121,10 +121,10 @@ type Task struct {
 	// list whole).
 	Exclude []string
 	// Attempts is how many independent agents work on the task, each in
-	// its own sandbox, on its own branch (AttemptBranch); 1 (the default)
+	// its own sandbox, on its own branch (AttemptBranch); 0 (unset) or 1
 	// runs it once, on Branch. Pick chooses the passing attempt whose
-	// commit Branch gets (PickFirst unless set); StopOnSuccess, nil when
-	// unset, is read through StopsOnSuccess.
+	// commit Branch gets ("" is PickFirst); StopOnSuccess, nil when unset,
+	// is read through StopsOnSuccess.
 	Attempts      int
 	Pick          Pick
 	StopOnSuccess *bool

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/runner-dev/runner/internal/batch"
+	runreport "github.com/runner-dev/runner/internal/report"
 	"github.com/runner-dev/runner/tasks"
 )
 
@@ -34,4 +36,22 @@ func (g *runProgress) AttemptFinished(t tasks.Task, r tasks.Result) {
 		line += ": " + r.Error
 	}
 	g.say("%s", line)
+}
+
+// showTry finds the line of attempt opts.try of a best-of-n task, among
+// the attempts its line r sums up.
+func showTry(t *runreport.Task, r tasks.Result, opts *showOptions) (tasks.Result, error) {
+	for _, s := range r.Tries {
+		if s.Try != opts.try {
+			continue
+		}
+		for _, line := range t.Tries {
+			if line.Try == s.Try && line.Attempt == s.Attempt {
+				return line, nil
+			}
+		}
+		return r, fmt.Errorf("task %s: attempt %d never started (%s)", opts.id, opts.try, s.Error)
+	}
+	return r, fmt.Errorf("task %s has no attempt %d in %s (its line lists %d)", opts.id, opts.try,
+		filepath.Join(opts.out, tasks.ResultsFile), len(r.Tries))
 }

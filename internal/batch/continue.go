@@ -124,6 +124,9 @@ func planContinuation(copt ContinueOptions, deps Deps) (taskPlan, error) {
 	switch {
 	case !ok:
 		return refuse("it has no result in %s", results)
+	case from.BestOf > 1:
+		return refuse("it ran as %d attempts (attempt %d in %s); runner continue goes on from a task run once: review its attempt branches, or run it again",
+			from.BestOf, from.Attempt, results)
 	case from.Status == tasks.StatusSucceeded:
 		return refuse("it succeeded (attempt %d in %s); there is nothing to continue", from.Attempt, results)
 	case !Continuable(from.Status):
