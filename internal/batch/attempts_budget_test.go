@@ -25,7 +25,21 @@ func TestAttemptsNeverPassTheTaskBudget(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 15))
+	exhausted := 0
 	for round := range 5 {
+		t.Run(fmt.Sprint("round ", round), func(t *testing.T) {
+			exhausted += attemptsBudgetRound(t, rand.New(rand.NewPCG(rng.Uint64(), 15)))
+		})
+	}
+	if exhausted == 0 {
+		t.Errorf("no attempt ran out of budget: the caps were never put to the test")
+	}
+}
+
+// attemptsBudgetRound runs a random queue of best-of-n tasks, checks
+// every cap, and returns how many attempts ran out of budget.
+func attemptsBudgetRound(t *testing.T, rng *rand.Rand) (exhausted int) {
+	{
 		r := newMemRun(t)
 		var mu sync.Mutex
 		r.backend.Exec = func(_ context.Context, _ *inmem.Sandbox, cmd string, _ sandbox.ExecOptions) (sandbox.ExecResult, error) {
@@ -66,34 +80,38 @@ func TestAttemptsNeverPassTheTaskBudget(t *testing.T) {
 		}
 		sum, err := Run(context.Background(), queue, opt, d)
 		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
+			t.Fatal(err)
 		}
 		spentByTask := map[string]float64{}
 		for _, line := range r.store.Results() {
 			if line.Try > 0 {
 				spentByTask[line.ID] += line.CostUSD
 			}
+			if line.Try > 0 && line.Status == tasks.StatusBudgetExhausted {
+				exhausted++
+			}
 			if line.OverrunUSD > 0 {
-				t.Errorf("round %d: %s attempt %d overran by $%v", round, line.ID, line.Try, line.OverrunUSD)
+				t.Errorf("%s attempt %d overran by $%v", line.ID, line.Try, line.OverrunUSD)
 			}
 		}
 		for i, res := range sum.Results {
 			task := queue[i]
 			if len(res.Tries) != task.Attempts {
-				t.Errorf("round %d: task %s sums up %d attempts, want %d", round, task.ID, len(res.Tries), task.Attempts)
+				t.Errorf("task %s sums up %d attempts, want %d", task.ID, len(res.Tries), task.Attempts)
 			}
 			if res.CostUSD > task.BudgetUSD || spentByTask[task.ID] > task.BudgetUSD*(1+1e-9) {
-				t.Errorf("round %d: task %s spent $%v (its attempts' lines: $%v) of a $%v budget",
-					round, task.ID, res.CostUSD, spentByTask[task.ID], task.BudgetUSD)
+				t.Errorf("task %s spent $%v (its attempts' lines: $%v) of a $%v budget",
+					task.ID, res.CostUSD, spentByTask[task.ID], task.BudgetUSD)
 			}
 		}
 		if opt.RunBudgetUSD > 0 && sum.Spend.SpentUSD > opt.RunBudgetUSD {
-			t.Errorf("round %d: the run spent $%v of $%v", round, sum.Spend.SpentUSD, opt.RunBudgetUSD)
+			t.Errorf("the run spent $%v of $%v", sum.Spend.SpentUSD, opt.RunBudgetUSD)
 		}
 		for _, sb := range r.backend.Started() {
 			if !sb.Closed() {
-				t.Errorf("round %d: a sandbox was left open", round)
+				t.Errorf("a sandbox was left open")
 			}
 		}
 	}
+	return exhausted
 }

@@ -163,7 +163,9 @@ type attemptLog struct {
 func (l *attemptLog) add(s string) { l.mu.Lock(); l.events = append(l.events, s); l.mu.Unlock() }
 
 func (l *attemptLog) Skipped(t tasks.Task, _ tasks.Result) { l.add("skipped " + t.ID) }
-func (l *attemptLog) Started(t tasks.Task, attempt int)   { l.add(fmt.Sprintf("started %s %d", t.ID, attempt)) }
+func (l *attemptLog) Started(t tasks.Task, attempt int) {
+	l.add(fmt.Sprintf("started %s %d", t.ID, attempt))
+}
 func (l *attemptLog) Finished(t tasks.Task, r tasks.Result) {
 	l.add(fmt.Sprintf("finished %s %s", t.ID, r.Status))
 }
