@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/internal/dockertest"
@@ -144,4 +146,58 @@ tasks:
 		t.Errorf("branches left after rollback:\n%s", left)
 	}
 	userRepoUnchanged(t, repo, head)
+}
+
+// With stop_on_success, the attempt that passes stops one still running a
+// command in its sandbox: the slow attempt ends as cancelled (its
+// attempt_finished event says so), its container is removed, and the edit
+// it made before is committed on its attempt branch. The passing attempt
+// makes its edit only once the slow one's command was handed out.
+func TestStopOnSuccessStopsARunningSandbox(t *testing.T) {
+	repo, head := sourceRepo(t, map[string]string{"README.md": "# Helo\n"})
+	slow := make(chan struct{})
+	var once sync.Once
+	srv := attemptScripts(t, map[string][]fakellm.Turn{
+		"1": {edit("README.md", "Helo", "Hallo"), fakellm.Func(func(fakellm.Request) fakellm.Turn {
+			once.Do(func() { close(slow) })
+			return fakellm.ToolCall("run_command", `{"command":"sleep 600"}`)
+		})},
+		"2": {fakellm.Func(func(fakellm.Request) fakellm.Turn {
+			select {
+			case <-slow:
+			case <-time.After(5 * time.Minute): // the test fails below
+			}
+			return edit("README.md", "Helo", "Hello")
+		}), complete("Fixed the heading.")},
+	})
+	file := writeTaskFile(t, fmt.Sprintf(`
+defaults: {image: %s, budget_usd: 0.5, repo: %s}
+tasks:
+  - id: race
+    prompt: Fix the heading.
+    check: grep -q Hello README.md
+    attempts: 2
+    timeout: 3m
+`, dockertest.Busybox(t), repo))
+	out := filepath.Join(t.TempDir(), "out")
+	res, pid := runRunner(t, srv, "run", file, "--out", out, "--concurrency", "2", "--events")
+	if res.code != cli.ExitOK {
+		t.Fatalf("runner run: %s", res)
+	}
+	noLeftovers(t, pid)
+	userRepoUnchanged(t, repo, head)
+	task := readResultLines(t, out)[2]
+	if task.Kept != 2 || task.Tries[0].Status != tasks.StatusCancelled || !strings.Contains(task.Tries[0].Error, "attempt 2") {
+		t.Fatalf("task line: %+v", task)
+	}
+	if got := gitCLI(t, repo, "show", "agent/race-attempt-1:README.md"); got != "# Hallo" {
+		t.Errorf("the cancelled attempt's branch holds %q", got)
+	}
+	if got := gitCLI(t, repo, "log", "-1", "--format=%(trailers:key=Runner-Status,valueonly)", "agent/race-attempt-1"); got != "cancelled" {
+		t.Errorf("its commit says status %q", got)
+	}
+	if !strings.Contains(res.stdout, `"event":"attempt_finished","task":"race","try":1,"result":{`) ||
+		!strings.Contains(res.stdout, `"best_of":2,"try":1`) {
+		t.Errorf("no attempt_finished event for the cancelled attempt:\n%s", res.stdout)
+	}
 }
