@@ -258,3 +258,51 @@ func TestRerunDoesNotRedoFinishedAttempts(t *testing.T) {
 		t.Errorf("agent/resume: %q", got)
 	}
 }
+
+// slotLog counts the attempts running at once.
+type slotLog struct {
+	attemptLog
+	running, peak int
+}
+
+func (l *slotLog) AttemptStarted(t tasks.Task, attempt int) {
+	l.mu.Lock()
+	l.running++
+	l.peak = max(l.peak, l.running)
+	l.mu.Unlock()
+}
+
+func (l *slotLog) AttemptFinished(t tasks.Task, r tasks.Result) {
+	l.mu.Lock()
+	l.running--
+	l.mu.Unlock()
+}
+
+// Attempts take slots like tasks: a queue of tasks with more attempts than
+// there are slots runs to its end (the tasks waiting for their attempts
+// hold no slot, so none can wait on another forever), and never more
+// attempts run at once than --concurrency allows.
+func TestAttemptsShareTheSlots(t *testing.T) {
+	r := newMemRun(t)
+	var queue []tasks.Task
+	for i := range 3 {
+		task := r.task(fmt.Sprint("q", i))
+		task.Attempts = 3
+		no := false
+		task.StopOnSuccess = &no
+		for k := 1; k <= 3; k++ {
+			r.script(fmt.Sprintf("%s#%d", task.Model, k), fixTypo, complete)
+		}
+		queue = append(queue, task)
+	}
+	log := &slotLog{}
+	sum := r.runTries(context.Background(), queue, Options{Concurrency: 2}, log)
+	for _, res := range sum.Results {
+		if res.Status != tasks.StatusSucceeded || res.Kept == 0 || len(res.Tries) != 3 {
+			t.Errorf("%s: %+v", res.ID, res)
+		}
+	}
+	if log.peak > 2 || log.peak == 0 {
+		t.Errorf("%d attempts ran at once with 2 slots", log.peak)
+	}
+}
