@@ -55,3 +55,11 @@ func showTry(t *runreport.Task, r tasks.Result, opts *showOptions) (tasks.Result
 	return r, fmt.Errorf("task %s has no attempt %d in %s (its line lists %d)", opts.id, opts.try,
 		filepath.Join(opts.out, tasks.ResultsFile), len(r.Tries))
 }
+
+// keptAttempt names the attempt a best-of-n task kept, for its line.
+func keptAttempt(r tasks.Result) string {
+	if r.Kept == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (attempt %d of %d kept)", r.Kept, r.BestOf)
+}

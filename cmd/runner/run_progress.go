@@ -190,6 +190,7 @@ func (g *runProgress) Finished(t tasks.Task, r tasks.Result) {
 	if r.Commit != "" {
 		line += ", branch " + r.Branch
 	}
+	line += keptAttempt(r)
 	if r.Error != "" {
 		line += ": " + r.Error
 	}
