@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -304,5 +305,26 @@ func TestAttemptsShareTheSlots(t *testing.T) {
 	}
 	if log.peak > 2 || log.peak == 0 {
 		t.Errorf("%d attempts ran at once with 2 slots", log.peak)
+	}
+}
+
+// runner continue goes on from a task run once: a best-of-n task none of
+// whose attempts passed is refused, with the reason.
+func TestContinueRefusesABestOfTask(t *testing.T) {
+	r := newMemRun(t)
+	task := r.task("nopass")
+	task.Attempts, task.Check = 2, "grep -q Hello README.md"
+	r.script("nopass#1", wrongFix, complete)
+	r.script("nopass#2", wrongFix, complete)
+	res := r.runTries(context.Background(), []tasks.Task{task}, Options{Concurrency: 1}, nil).Results[0]
+	if res.Status != tasks.StatusCheckFailed || res.Kept != 0 || res.Branch != "" || !strings.Contains(res.Error, "no attempt passed") {
+		t.Fatalf("task result %+v; want check_failed, nothing kept", res)
+	}
+	if got := branch(t, r.repo, "agent/nopass"); got != "" {
+		t.Errorf("agent/nopass made though no attempt passed: %q", got)
+	}
+	_, err := r.cont(context.Background(), ContinueOptions{ID: "nopass"})
+	if !errors.Is(err, ErrCannotContinue) || !strings.Contains(err.Error(), "ran as 2 attempts") {
+		t.Errorf("continue: %v; want a refusal naming the attempts", err)
 	}
 }
