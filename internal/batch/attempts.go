@@ -97,7 +97,7 @@ func runBestOf(ctx context.Context, g *errgroup.Group, wg *sync.WaitGroup, p tas
 	go func() {
 		defer wg.Done()
 		b.pending.Wait()
-		done(b.finish(ctx))
+		done(b.finish())
 	}()
 }
 
@@ -223,9 +223,14 @@ func (w *work) tryOutcome(status tasks.Status, errText string) (tasks.Status, st
 }
 
 // choose is the try kept on the task's branch: the first to pass, or the
-// cheapest that passed (the lowest number on a tie); 0 when none did.
+// cheapest that passed (the lowest number on a tie); 0 when none did, and
+// when pick: cheapest could not see every try end because the run was
+// stopped (a rerun runs the tries left, then chooses).
 func (b *bestOf) choose() int {
 	if len(b.passed) == 0 {
+		return 0
+	}
+	if b.plan.task.Pick == tasks.PickCheapest && slices.ContainsFunc(b.tries, func(r tasks.Result) bool { return !r.Status.Final() }) {
 		return 0
 	}
 	if b.plan.task.Pick != tasks.PickCheapest {
@@ -242,7 +247,7 @@ func (b *bestOf) choose() int {
 
 // finish chooses the try to keep, points the task's branch at its commit
 // and records the task's result, which sums up every try.
-func (b *bestOf) finish(ctx context.Context) (res tasks.Result, recordErr error) {
+func (b *bestOf) finish() (res tasks.Result, recordErr error) {
 	t := b.plan.task
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -262,7 +267,7 @@ func (b *bestOf) finish(ctx context.Context) (res tasks.Result, recordErr error)
 			}
 		}
 	} else {
-		res.Status, res.Error = b.failure(ctx)
+		res.Status, res.Error = b.failure()
 	}
 	s := b.meter.Summary()
 	res.CostUSD, res.OverrunUSD, res.Calls = s.SpentUSD, s.OverrunUSD, int(s.Calls)
@@ -302,15 +307,15 @@ func (b *bestOf) keep(r tasks.Result) error {
 	return gitops.PointBranch(t.Repo, t.Branch, plumbing.NewHash(r.Commit), force)
 }
 
-// failure is the status and error of a task none of whose tries passed:
-// interrupted if the run was stopped before one ended, else the status
-// of the first try (by number) that ended otherwise than cancelled.
-func (b *bestOf) failure(ctx context.Context) (tasks.Status, string) {
+// failure is the status and error of a task whose branch gets no try:
+// interrupted if the run was stopped before one ended (a rerun runs it),
+// else the status of the first try (by number) not cancelled.
+func (b *bestOf) failure() (tasks.Status, string) {
 	var parts []string
 	status := tasks.Status("")
 	for i, r := range b.tries {
-		if r.Status == tasks.StatusInterrupted && ctx.Err() != nil {
-			return tasks.StatusInterrupted, fmt.Sprintf("the run was stopped during attempt %d", i+1)
+		if !r.Status.Final() {
+			return tasks.StatusInterrupted, fmt.Sprintf("the run was stopped before attempt %d ended", i+1)
 		}
 		if status == "" && r.Status != tasks.StatusCancelled {
 			status = r.Status

@@ -299,8 +299,9 @@ func TestAttemptsShareTheSlots(t *testing.T) {
 	log := &slotLog{}
 	sum := r.runTries(context.Background(), queue, Options{Concurrency: 2}, log)
 	for _, res := range sum.Results {
-		if res.Status != tasks.StatusSucceeded || res.Kept == 0 || len(res.Tries) != 3 {
-			t.Errorf("%s: %+v", res.ID, res)
+		if got := strings.ReplaceAll(tryStatuses(res), "*", ""); res.Status != tasks.StatusSucceeded || res.Kept == 0 ||
+			got != "1:succeeded 2:succeeded 3:succeeded" {
+			t.Errorf("%s: attempts %s: %+v", res.ID, tryStatuses(res), res.Tries)
 		}
 	}
 	if log.peak > 2 || log.peak == 0 {
@@ -326,5 +327,28 @@ func TestContinueRefusesABestOfTask(t *testing.T) {
 	_, err := r.cont(context.Background(), ContinueOptions{ID: "nopass"})
 	if !errors.Is(err, ErrCannotContinue) || !strings.Contains(err.Error(), "ran as 2 attempts") {
 		t.Errorf("continue: %v; want a refusal naming the attempts", err)
+	}
+}
+
+// pick: cheapest must see every attempt end: a run stopped after one
+// passed leaves the task interrupted, and the rerun runs the attempt left
+// and keeps it if it is cheaper.
+func TestPickCheapestWaitsForEveryAttemptAcrossARerun(t *testing.T) {
+	r := newMemRun(t)
+	task := r.task("cheap-rerun")
+	task.Attempts, task.Pick, task.Model = 2, tasks.PickCheapest, "gpt-4o-mini"
+	r.script("gpt-4o-mini#1", fixTypo.WithUsage(1000, 900, 0), complete.WithUsage(1000, 900, 0))
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	log := &attemptLog{finished: func(t tasks.Task, _ tasks.Result) { stop() }}
+	first := r.runTries(ctx, []tasks.Task{task}, Options{Concurrency: 1}, log).Results[0]
+	if first.Status != tasks.StatusInterrupted || first.Kept != 0 || first.Branch != "" {
+		t.Fatalf("first run: %+v; want interrupted with nothing kept", first)
+	}
+	r.reopen()
+	r.script("gpt-4o-mini#2", fixTypo.WithUsage(1000, 100, 0), complete.WithUsage(1000, 100, 0))
+	res := r.runTries(context.Background(), []tasks.Task{task}, Options{Concurrency: 1}, nil).Results[0]
+	if res.Status != tasks.StatusSucceeded || res.Kept != 2 {
+		t.Fatalf("rerun: %+v (attempts %s); want attempt 2, the cheaper, kept", res, tryStatuses(res))
 	}
 }
