@@ -196,6 +196,10 @@ func peelToCommit(repo *git.Repository, h plumbing.Hash) (commit plumbing.Hash, 
 
 // localRefs lists the branches and tags of a repository, and its HEAD.
 func localRefs(repo *git.Repository) ([]*plumbing.Reference, error) {
+	return settledRefs(func() ([]*plumbing.Reference, error) { return readLocalRefs(repo) })
+}
+
+func readLocalRefs(repo *git.Repository) ([]*plumbing.Reference, error) {
 	var refs []*plumbing.Reference
 	if head, err := repo.Storer.Reference(plumbing.HEAD); err == nil {
 		refs = append(refs, head)

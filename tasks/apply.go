@@ -26,6 +26,7 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 			r.loadPromptFile(s, a, maxPrompt)
 		}
 		t := merge(defaults, s)
+		r.mergeAttempts(&t, defaults, s)
 		t.Source = Source{File: r.file, Line: s.node.Line}
 		r.checkSetup(defaults, s, t, a)
 		unique := false
@@ -63,6 +64,11 @@ func (r *reader) finish(defaults *spec, specs []*spec) []Task {
 		if unique && t.Branch != "" && CheckBranchName(t.Branch) == nil { // a repeated id is reported once
 			if msg := branches.claim(t.Branch, s); msg != "" {
 				r.add(orNode(s.branchNode, s.node), a.with("branch"), "%s", msg)
+			}
+			for k := 1; k <= t.Attempts && t.Attempts > 1; k++ {
+				if msg := branches.claim(AttemptBranch(t.Branch, k), s); msg != "" {
+					r.add(orNode(s.branchNode, s.node), a.with("attempts"), "attempt %d: %s", k, msg)
+				}
 			}
 		}
 		tasks = append(tasks, t)

@@ -59,6 +59,10 @@ type spec struct {
 	CACerts *[]byte
 	// Setup holds the setup keys (see tasks/setup.go).
 	Setup setupSpec
+	// Attempts, Pick and StopOnSuccess run a task best-of-n.
+	Attempts      *int
+	Pick          *Pick
+	StopOnSuccess *bool
 }
 
 // field is one key a task may hold.

@@ -36,6 +36,10 @@ const (
 	// StatusInterrupted: the run was stopped before the task ended. It is
 	// the only status that is not final: a rerun runs the task again.
 	StatusInterrupted Status = "interrupted"
+	// StatusCancelled: an attempt of a best-of-n task stopped because
+	// another attempt passed first (stop_on_success); its work so far is
+	// committed on its attempt branch.
+	StatusCancelled Status = "cancelled"
 )
 
 var statuses = map[Status]bool{
@@ -43,6 +47,7 @@ var statuses = map[Status]bool{
 	StatusStepLimit: true, StatusTimeLimit: true, StatusModelError: true,
 	StatusSandboxError: true, StatusPolicyViolation: true, StatusError: true, StatusInterrupted: true,
 	StatusSetupFailed: true,
+	StatusCancelled:   true,
 }
 
 // Valid reports whether s is one of the statuses above.
@@ -121,6 +126,34 @@ type Result struct {
 	RefusedHosts []string `json:"refused_hosts,omitempty"`
 	// Setup describes the task's setup phase, when it has one.
 	Setup *SetupResult `json:"setup,omitempty"`
+
+	// Best-of-n (attempts: N > 1; see AttemptResult). BestOf is N, on the
+	// task's line and on each attempt's. Try is set on an attempt's line
+	// only: its number, 1 to N (Attempt above counts the runs of the
+	// task, not these); an attempt's line is written when it ends, before
+	// the choice. On the task's line, written last, Kept is the number of
+	// the attempt whose commit the task's branch got (0 when none passed)
+	// and Tries sums up every attempt, the kept one marked chosen.
+	BestOf int             `json:"best_of,omitempty"`
+	Try    int             `json:"try,omitempty"`
+	Kept   int             `json:"kept,omitempty"`
+	Tries  []AttemptResult `json:"tries,omitempty"`
+}
+
+// AttemptResult is one attempt of a best-of-n task as its task's line
+// sums it up; the attempt's own line has the rest.
+type AttemptResult struct {
+	Try     int     `json:"try"`
+	Status  Status  `json:"status"`
+	CostUSD float64 `json:"cost_usd"`
+	// Branch and Commit are empty when the attempt committed nothing.
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Chosen bool   `json:"chosen,omitempty"`
+	// Attempt is the run attempt whose line holds this attempt: an
+	// earlier one when a rerun took over what a stopped run finished.
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error,omitempty"`
 }
 
 // MaxExcludedListed caps Result.Excluded.

@@ -197,8 +197,12 @@ func (s *Store) warnf(format string, args ...any) {
 }
 
 // add takes r into the in-memory view; the caller holds mu or owns s.
+// The line of one attempt of a best-of-n task does not stand for the task.
 func (s *Store) add(r Result) {
 	s.all = append(s.all, r)
+	if r.Try > 0 {
+		return
+	}
 	if prev, ok := s.latest[r.ID]; !ok || r.Attempt >= prev.Attempt {
 		s.latest[r.ID] = r
 	}

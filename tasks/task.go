@@ -136,6 +136,18 @@ type Task struct {
 	CACerts []byte `json:",omitempty"`
 	// Setup prepares the environment before the agent runs; see Setup.
 	Setup Setup
+	// Attempts is how many independent agents work on the task, each in
+	// its own sandbox, on its own branch (AttemptBranch); 0 (unset) or 1
+	// runs it once, on Branch. Pick chooses the passing attempt whose
+	// commit Branch gets ("" is PickFirst); StopOnSuccess, nil when unset,
+	// is read through StopsOnSuccess.
+	Attempts      int
+	Pick          Pick
+	StopOnSuccess *bool
+	// Try is set by a run on the copy of a best-of-n task one of its
+	// attempts works on: its number, 1 to Attempts, with Branch its
+	// attempt branch. It is 0 otherwise and never read from a file.
+	Try int
 	// Source is where the task was written.
 	Source Source
 }

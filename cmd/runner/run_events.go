@@ -24,6 +24,8 @@ type event struct {
 	RunBudgetUSD *float64 `json:"run_budget_usd,omitempty"`
 	// every task event
 	Task string `json:"task,omitempty"`
+	// every event of one attempt of a best-of-n task: its number
+	Try int `json:"try,omitempty"`
 	// task_started
 	Attempt int `json:"attempt,omitempty"`
 	// phase, step

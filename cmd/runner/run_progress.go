@@ -165,14 +165,14 @@ func (g *runProgress) Started(t tasks.Task, attempt int) {
 
 func (g *runProgress) Phase(t tasks.Task, p batch.Phase, step int) {
 	g.board.Phase(t.ID, string(p), step)
-	g.events.emit(event{Event: "phase", Task: t.ID, Phase: string(p), Step: step})
+	g.events.emit(event{Event: "phase", Task: t.ID, Try: t.Try, Phase: string(p), Step: step})
 	g.redraw()
 }
 
 func (g *runProgress) Step(t tasks.Task, s batch.Step) {
 	g.board.Spend(t.ID, s.TaskUSD, s.RunUSD)
 	tokens := s.Tokens
-	g.events.emit(event{Event: "step", Task: t.ID, Step: s.N, Agent: s.Agent, Purpose: s.Purpose, CostUSD: &s.CostUSD, Tokens: &tokens,
+	g.events.emit(event{Event: "step", Task: t.ID, Try: t.Try, Step: s.N, Agent: s.Agent, Purpose: s.Purpose, CostUSD: &s.CostUSD, Tokens: &tokens,
 		TaskCostUSD: &s.TaskUSD, RunCostUSD: &s.RunUSD, Failed: s.Failed})
 	g.redraw()
 }
@@ -190,6 +190,7 @@ func (g *runProgress) Finished(t tasks.Task, r tasks.Result) {
 	if r.Commit != "" {
 		line += ", branch " + r.Branch
 	}
+	line += keptAttempt(r)
 	if r.Error != "" {
 		line += ": " + r.Error
 	}

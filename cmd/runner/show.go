@@ -20,6 +20,7 @@ import (
 type showOptions struct {
 	out, id    string
 	attempt    int
+	try        int
 	trajectory bool
 }
 
@@ -29,7 +30,8 @@ diff of its branch. With --trajectory, the agent's run turn by turn instead
 of the diff: each model call with its cost and tokens, the tool calls and
 their results, retries, compactions and policy refusals.
 
-The latest attempt is shown unless --attempt says another. When stdout is a
+The latest attempt is shown unless --attempt says another. A task run as
+best of n lists its attempts; --try K shows attempt K's own work. When stdout is a
 terminal the text goes through $PAGER (less by default). Everything that
 came from the agent or a repository is printed with control characters
 escaped.`
@@ -56,6 +58,7 @@ func newShowCmd(d *deps, runF func(context.Context, *showOptions) error) *cobra.
 	f := cmd.Flags()
 	f.BoolVar(&opts.trajectory, "trajectory", false, "show the agent's run turn by turn instead of the diff")
 	f.IntVar(&opts.attempt, "attempt", 0, "show this attempt (default the latest)")
+	f.IntVar(&opts.try, "try", 0, "of a task run as best of n: show this attempt `K` of it")
 	return cmd
 }
 
@@ -86,6 +89,11 @@ func showTask(ctx context.Context, d *deps, opts *showOptions) error {
 		if !found {
 			return fmt.Errorf("task %s has no attempt %d in %s (it has %d)", opts.id, opts.attempt,
 				filepath.Join(opts.out, tasks.ResultsFile), len(t.Attempts))
+		}
+	}
+	if opts.try != 0 {
+		if r, err = showTry(t, r, opts); err != nil {
+			return err
 		}
 	}
 	a := runreport.ReadAttempt(ctx, opts.out, r, showLimits)

@@ -180,6 +180,7 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 	var mu sync.Mutex
 	g := new(errgroup.Group)
 	g.SetLimit(opt.Concurrency)
+	var bestOf sync.WaitGroup // the tasks whose attempts run in g
 	for i, p := range plans {
 		if p.skip != nil {
 			sum.Results[i] = *p.skip
@@ -191,6 +192,17 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 		}
 		if ctx.Err() != nil {
 			sum.Results[i] = notStarted(p.task, ctx.Err())
+			continue
+		}
+		if p.task.BestOf() {
+			runBestOf(ctx, g, &bestOf, p, run, opt, deps, func(r tasks.Result, recErr error) {
+				mu.Lock()
+				sum.Results[i] = r
+				if recErr != nil {
+					sum.Unrecorded = append(sum.Unrecorded, p.task.ID)
+				}
+				mu.Unlock()
+			})
 			continue
 		}
 		g.Go(func() error {
@@ -217,6 +229,7 @@ func Run(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) (Summa
 		})
 	}
 	g.Wait()
+	bestOf.Wait()
 	sum.Spend = run.Summary()
 	return sum, nil
 }
@@ -277,6 +290,7 @@ type taskPlan struct {
 	price budget.Price
 	skip  *tasks.Result // set when an earlier run finished the task
 	cont  *continuation // set when the task goes on from an earlier attempt
+	try   *tryPlan      // set for one attempt of a best-of-n task
 }
 
 // plan applies the defaults and checks every task that will run: its
@@ -318,6 +332,7 @@ func plan(ctx context.Context, queue []tasks.Task, opt Options, deps Deps) ([]ta
 				problems = append(problems, where+": "+msg)
 			}
 		}
+		problems = append(problems, bestOfProblems(t, where, opt, deps)...)
 	}
 	for image := range images {
 		ok, err := deps.ImageExists(ctx, image)

@@ -133,6 +133,9 @@ func planContinuation(copt ContinueOptions, deps Deps) (taskPlan, error) {
 	switch {
 	case !ok:
 		return refuse("it has no result in %s", results)
+	case from.BestOf > 1:
+		return refuse("it ran as %d attempts (attempt %d in %s); runner continue goes on from a task run once: review its attempt branches, or run it again",
+			from.BestOf, from.Attempt, results)
 	case from.Status == tasks.StatusSucceeded:
 		return refuse("it succeeded (attempt %d in %s); there is nothing to continue", from.Attempt, results)
 	case !Continuable(from.Status):
@@ -232,7 +235,7 @@ func attemptOf(store *tasks.Store, id string, attempt int) (tasks.Result, bool) 
 // TrajectoryPath is where the trajectory of one attempt of a task is kept
 // in the out directory.
 func TrajectoryPath(out, id string, attempt int) string {
-	return filepath.Join(out, "trajectories", fmt.Sprintf("%s.%d.jsonl", id, attempt))
+	return filepath.Join(out, "trajectories", tasks.TrajectoryName(id, attempt, 0))
 }
 
 // continuePrompt tells the agent why it stopped and to go on.

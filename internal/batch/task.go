@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +38,9 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 	res = tasks.Result{ID: t.ID, Repo: redact.URL(t.Repo), Ref: t.Ref, StartedAt: time.Now().UTC()}
 	var attempt int
 	var err error
-	if p.cont != nil {
+	if p.try != nil {
+		attempt, res.Try, res.BestOf = p.try.attempt, t.Try, t.Attempts
+	} else if p.cont != nil {
 		attempt, err = deps.Store.StartContinuation(t.ID, p.cont.from.Attempt)
 		res.Continues = p.cont.from.Attempt
 	} else {
@@ -48,15 +51,13 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 		return res, err
 	}
 	res.Attempt = attempt
-	if p.cont == nil {
+	if p.cont == nil && p.try == nil {
 		// Kept for runner continue; the task runs without it.
 		if err := deps.Store.SaveDefinition(t); err != nil {
 			res.Warnings = append(res.Warnings, "the task cannot be continued later: "+err.Error())
 		}
 	}
-	if deps.Progress != nil {
-		deps.Progress.Started(t, attempt)
-	}
+	started(deps, t, attempt)
 	defer func() {
 		if v := recover(); v != nil {
 			res.Status, res.Error = tasks.StatusError, fmt.Sprintf("internal error: %v", v)
@@ -68,9 +69,7 @@ func runTask(ctx context.Context, p taskPlan, run *budget.Meter, opt Options, de
 		if recordErr = deps.Store.Record(res); recordErr != nil {
 			res.Error = strings.TrimSpace(res.Error + "; recording the result failed: " + recordErr.Error())
 		}
-		if deps.Progress != nil {
-			deps.Progress.Finished(t, res)
-		}
+		finished(deps, t, res)
 	}()
 	// A panic on any goroutine working for the task ends the task, not the
 	// run: the goroutine recovers it (see package panics) and reports it
@@ -130,21 +129,21 @@ func (w *work) fail(status tasks.Status, err error) {
 
 func (w *work) run(ctx context.Context, run *budget.Meter) {
 	t := w.task
-	meter, err := budget.NewMeter(t.BudgetUSD, run)
+	meter, err := budget.NewMeter(t.BudgetUSD, w.taskMeter(run))
 	if err != nil {
 		w.fail(tasks.StatusError, err)
 		return
 	}
 	defer func() { w.account(meter) }()
 
-	trajFile, err := os.Create(TrajectoryPath(w.deps.Store.Dir(), t.ID, w.res.Attempt))
+	trajFile, err := os.Create(filepath.Join(w.deps.Store.Dir(), "trajectories", tasks.TrajectoryName(t.ID, w.res.Attempt, t.Try)))
 	if err != nil {
 		w.fail(tasks.StatusError, fmt.Errorf("create trajectory: %w", err))
 		return
 	}
 	defer trajFile.Close()
 	w.traj = agent.NewTrajectory(trajFile, w.deps.Secrets...)
-	w.watchSteps(meter, run)
+	w.watchSteps(w.taskMeter(meter), run)
 	defer func() {
 		if err := w.traj.Err(); err != nil {
 			w.res.Error = strings.TrimPrefix(w.res.Error+"; the trajectory is incomplete: "+err.Error(), "; ")
@@ -219,6 +218,8 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 		cfg.Network, cfg.Egress, cfg.EgressReport = "", t.Allow, w.egress.report
 	}
 	w.sbConfig = cfg
+	workCtx, unbind := w.bindTry(workCtx)
+	defer unbind()
 	sb, err := w.deps.StartSandbox(ctx, cfg)
 	if err != nil {
 		w.fail(w.statusOf(ctx, tasks.StatusSandboxError), fmt.Errorf("start sandbox: %w", err))
@@ -233,6 +234,7 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	if egressErr != nil {
 		status, agentErr = tasks.StatusSandboxError, egressErr.Error()
 	}
+	status, agentErr = w.tryOutcome(status, agentErr)
 	w.res.Status, w.res.Summary = status, summary
 	if agentErr != "" {
 		w.res.Error = agentErr

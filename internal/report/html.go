@@ -240,6 +240,8 @@ type taskPage struct {
 	Style                             template.CSS
 	// Attempts are the latest first.
 	Attempts []*Attempt
+	// Tries are the attempts of a best-of-n task, by number.
+	Tries []*Attempt
 }
 
 func writeTask(ctx context.Context, run *Run, t *Task, opt Options) error {
@@ -247,6 +249,11 @@ func writeTask(ctx context.Context, run *Run, t *Task, opt Options) error {
 		Version: opt.Version, Style: template.CSS(style)}
 	for i := len(t.Attempts) - 1; i >= 0; i-- {
 		p.Attempts = append(p.Attempts, ReadAttempt(ctx, run.Dir, t.Attempts[i], opt.Limits))
+	}
+	for _, r := range LatestTries(t) {
+		a := ReadAttempt(ctx, run.Dir, r, opt.Limits)
+		a.Chosen = r.Try == t.Latest().Kept
+		p.Tries = append(p.Tries, a)
 	}
 	return render(filepath.Join(opt.Dir(run.Dir), PagePath(t.ID)), "task.html", p)
 }

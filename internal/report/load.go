@@ -72,7 +72,11 @@ type Live struct {
 type Task struct {
 	ID       string
 	Attempts []tasks.Result
-	State    State
+	// Tries are the lines of the attempts of a best-of-n task (see
+	// tasks.Result.Try), in the order written; the task's own lines,
+	// which count their cost, are in Attempts.
+	Tries []tasks.Result
+	State State
 	// Live is set for a running task.
 	Live *Live
 }
@@ -166,6 +170,10 @@ func Load(dir string, live map[string]Live) (*Run, error) {
 			continue
 		}
 		t := task(r.ID)
+		if r.Try > 0 {
+			t.Tries = append(t.Tries, r)
+			continue
+		}
 		t.Attempts = append(t.Attempts, r)
 		t.State = StateFinished
 	}

@@ -141,6 +141,7 @@ func WriteText(w io.Writer, a *Attempt, opt TextOptions) error {
 	if r.Continues > 0 {
 		t.line("continues: attempt %d (its branch and history)", r.Continues)
 	}
+	t.attempts(r)
 	if r.Error != "" {
 		t.line("error:     %s", r.Error)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runner-dev/runner/agent"
+	"github.com/runner-dev/runner/tasks"
 )
 
 // Limits on what a timeline holds: a trajectory is written by the run, but
@@ -138,7 +139,7 @@ type Timeline struct {
 
 // TrajectoryPath is where a run writes the trajectory of an attempt.
 func TrajectoryPath(out, id string, attempt int) string {
-	return filepath.Join(out, "trajectories", fmt.Sprintf("%s.%d.jsonl", id, attempt))
+	return filepath.Join(out, "trajectories", tasks.TrajectoryName(id, attempt, 0))
 }
 
 // ReadTimeline reads the trajectory at path.

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"context"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,6 +222,8 @@ type Attempt struct {
 	DiffError     string
 	Timeline      *Timeline
 	TimelineError string
+	// Chosen marks the attempt of a best-of-n task kept on its branch.
+	Chosen bool
 }
 
 // Explain says in a sentence what the attempt's status means.
@@ -248,6 +251,8 @@ func explain(r tasks.Result) string {
 		return "The run was stopped before the task ended."
 	case tasks.StatusSetupFailed:
 		return "The task's setup failed; the agent did not run."
+	case tasks.StatusCancelled:
+		return "Another attempt of the task passed first and stopped this one; its work so far is on its attempt branch."
 	}
 	return "The task failed."
 }
@@ -268,7 +273,7 @@ func ReadAttempt(ctx context.Context, out string, r tasks.Result, lim gitops.Dif
 		}
 		a.Diff = d
 	}
-	tl, err := ReadTimeline(TrajectoryPath(out, r.ID, r.Attempt))
+	tl, err := ReadTimeline(filepath.Join(out, "trajectories", tasks.TrajectoryName(r.ID, r.Attempt, r.Try)))
 	if err != nil {
 		a.TimelineError = err.Error()
 	}
