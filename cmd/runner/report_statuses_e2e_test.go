@@ -69,7 +69,7 @@ func TestReportOfEveryStatus(t *testing.T) {
 				unused: status == tasks.StatusBudgetExhausted || status == tasks.StatusTimeLimit})
 		}
 	}
-	add(tasks.StatusSucceeded, 10, "check: grep -q Hello README.md", func(id string) []fakellm.Turn {
+	add(tasks.StatusSucceeded, 9, "check: grep -q Hello README.md", func(id string) []fakellm.Turn {
 		return []fakellm.Turn{edit("README.md", "Helo", "Hello"), complete("Fixed the heading in " + id + ".")}
 	})
 	add(tasks.StatusCheckFailed, 3, "check: test -f never-there, check_retries: 0", func(id string) []fakellm.Turn {
@@ -101,6 +101,8 @@ func TestReportOfEveryStatus(t *testing.T) {
 	add(tasks.StatusError, 2, "", func(id string) []fakellm.Turn {
 		return []fakellm.Turn{cmd("ln a.txt hard.txt"), complete("Linked.")}
 	})
+	// A setup that fails ends the task before any model call.
+	add(tasks.StatusSetupFailed, 1, "setup: echo preparing && exit 3", func(id string) []fakellm.Turn { return nil })
 	add(tasks.StatusSandboxError, 1, "", func(id string) []fakellm.Turn { return []fakellm.Turn{cmd("sleep 301")} })
 	add(tasks.StatusInterrupted, 1, "", func(id string) []fakellm.Turn { return []fakellm.Turn{cmd("sleep 601")} })
 	if len(all) != 30 {
@@ -276,6 +278,12 @@ func checkEveryStatusInBrowser(t *testing.T, out string, results map[string]task
 			}
 		} else if !strings.Contains(text, "Nothing was committed.") {
 			t.Errorf("the page of %s, which committed nothing, does not say so", id)
+		}
+		if status == string(tasks.StatusSetupFailed) && !strings.Contains(text, "Setup echo preparing && exit 3") {
+			t.Errorf("the page of %s does not show its setup's commands in its timeline:\n%s", id, text)
+		}
+		if status == string(tasks.StatusSetupFailed) && !strings.Contains(text, "preparing\n") {
+			t.Errorf("the page of %s does not show its setup's output:\n%s", id, text)
 		}
 		if n := eval[int](t, b, `document.querySelectorAll('ol.timeline > li').length`); n == 0 {
 			t.Errorf("the page of %s has an empty timeline", id)

@@ -348,12 +348,12 @@ func (t *textWriter) timeline(tl *Timeline) {
 		case KindCompaction:
 			t.line("\n%s %s: %d message(s) replaced, %s → %s tokens", t.paint(ansiBold, "history compacted ("+e.Stage+")"),
 				at, e.Replaced, formatNum(e.TokensBefore), formatNum(e.TokensAfter))
-		case KindCheck:
+		case KindCheck, KindSetup:
 			code := ansiGreen
 			if e.Failed {
 				code = ansiRed
 			}
-			t.line("\n%s %s → %s %s", t.paint(ansiBold, "check"), e.Command, t.paint(code, e.Status), at)
+			t.line("\n%s %s → %s %s", t.paint(ansiBold, e.Kind), e.Command, t.paint(code, e.Status), at)
 			t.text("  ", e.Text, maxResultLines)
 		case KindEnd:
 			t.line("\n%s %s after %d step(s) %s", t.paint(ansiBold, who+" ended:"), e.Status, e.Step, at)

@@ -56,6 +56,7 @@ const (
 	KindRetry      = "retry"      // a failed attempt of a model call, retried
 	KindCompaction = "compaction" // the history compacted
 	KindCheck      = "check"      // the task's check ran
+	KindSetup      = "setup"      // the task's setup ran, or its cached result was taken
 	KindEnd        = "end"        // the agent's run ended
 )
 
@@ -299,6 +300,9 @@ func (tl *Timeline) add(e agent.Event) {
 		tl.Compactions++
 	case agent.EventCheck:
 		tl.Entries = append(tl.Entries, Entry{Kind: KindCheck, Time: e.Time, Command: e.Text, Status: string(e.Status),
+			Text: clip(e.Summary, maxText), Failed: e.IsError})
+	case agent.EventSetup:
+		tl.Entries = append(tl.Entries, Entry{Kind: KindSetup, Time: e.Time, Command: e.Text, Status: string(e.Status),
 			Text: clip(e.Summary, maxText), Failed: e.IsError})
 	case agent.EventStatus:
 		tl.Entries = append(tl.Entries, Entry{Kind: KindEnd, Time: e.Time, Step: e.Step, Status: string(e.Status),
