@@ -49,12 +49,15 @@ var (
 )
 
 // runnerBinary builds the runner binary once per test process and returns
-// its path.
+// its path. It is built as released (CGO_ENABLED=0, a static executable),
+// so its sandboxes serve commands and file operations over the channel.
 func runnerBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(binDir, "runner")
 	buildOnce.Do(func() {
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
