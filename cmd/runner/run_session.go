@@ -39,10 +39,13 @@ type sessionHooks struct {
 // printed, the engine, earlier runs' sandboxes removed, and a new run
 // begun. The caller calls end, then close, whatever happens next.
 func openSession(ctx context.Context, d *deps, m *modelFlags, out string, queue []tasks.Task, hooks sessionHooks) (s *session, err error) {
-	s = &session{}
+	// A failed set-up lets go of what it opened. The deferred close holds
+	// its own pointer: every "return nil, err" below sets s to nil first.
+	opened := &session{}
+	s = opened
 	defer func() {
 		if err != nil {
-			s.close()
+			opened.close()
 			s = nil
 		}
 	}()
