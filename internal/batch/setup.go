@@ -90,6 +90,7 @@ func (w *work) prepareEnvironment(ctx context.Context, dir string) (image string
 		status = "cached"
 	}
 	w.recordSetup(hide, commands, env.Output, status, false)
+	w.phase(PhaseSandbox) // the task's own sandbox starts next
 	w.res.Setup = &tasks.SetupResult{Cached: env.Cached, Duration: tasks.Duration(env.Duration), Key: env.Key}
 	return env.Image, func() {
 		if err := w.deps.Environments.Release(context.WithoutCancel(ctx), env); err != nil {

@@ -200,7 +200,6 @@ func (w *work) run(ctx context.Context, run *budget.Meter) {
 	}
 	defer releaseEnv() // after the sandbox is closed
 
-	w.phase(PhaseSandbox)
 	cfg := sandbox.Config{
 		Image: image, Runtime: t.Runtime, Network: string(t.Network), Memory: t.Limits.Memory, Disk: t.Limits.Disk, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids,
 		Lifetime: sandboxLifetime(t, w.opt), Env: envList(withImageEnv(t, w.env.env)), Workspace: dir, RunID: w.opt.RunID, TaskID: t.ID,
