@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -61,6 +62,9 @@ func (e *Engine) withChannel(hc *container.HostConfig) *container.HostConfig {
 	return hc
 }
 
+// runtimeGVisor is gVisor's runtime name, which runs without the channel.
+const runtimeGVisor = "runsc"
+
 // channelState is a sandbox's channel, once started.
 type channelState struct {
 	mu       sync.Mutex
@@ -73,7 +77,11 @@ type channelState struct {
 // startChannel copies the helper in and starts it. A failure leaves the
 // sandbox on an exec per command, noted for the next result.
 func (d *Sandbox) startChannel(ctx context.Context) {
-	if d.e.channelHelper == "" {
+	if d.e.channelHelper == "" || d.cfg.Runtime == runtimeGVisor {
+		// Under gVisor a process that starts a session of its own escaped
+		// the wrapper's timeout through the channel, where it does not
+		// through an exec: until the wrapper finds it there too, gVisor's
+		// sandboxes run an exec per command.
 		return
 	}
 	d.ch = &channelState{stderr: &limitedBuffer{max: 4 << 10}}
@@ -215,7 +223,10 @@ func (d *Sandbox) execChannel(ctx context.Context, cmd, dir string, opt sandbox.
 	if c == nil {
 		return res, nil, false
 	}
-	res, err = c.Exec(ctx, cmd, dir, opt)
+	res, err, stopped := d.watchChannelExec(ctx, c, cmd, dir, opt)
+	if stopped != nil {
+		return sandbox.ExecResult{}, fmt.Errorf("exec: %w", stopped), true
+	}
 	switch {
 	case err == nil:
 		res.Notice = d.takeNotice()
@@ -233,6 +244,69 @@ func (d *Sandbox) execChannel(ctx context.Context, cmd, dir string, opt sandbox.
 		return res, fmt.Errorf("exec: %w", err), true
 	}
 	return res, fmt.Errorf("exec: %w", err), true
+}
+
+// watchChannelExec runs cmd through c while it watches the container: a
+// sandbox that ends under a command (gVisor ends the whole sandbox at its
+// process or memory limit) may leave the channel's stream open, so the
+// reply would never come. Once the container is seen stopped, the channel
+// is let go and stopped says why; a helper that does not answer within the
+// command's timeout and hostGrace is let go too (the command then counts as
+// killed with it, as at any end of the channel).
+func (d *Sandbox) watchChannelExec(ctx context.Context, c *channel.Client, cmd, dir string, opt sandbox.ExecOptions) (res sandbox.ExecResult, err, stopped error) {
+	timeout := opt.Timeout
+	if timeout <= 0 {
+		timeout = sandbox.DefaultExecTimeout
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout+hostGrace)
+	defer cancel()
+	type reply struct {
+		res sandbox.ExecResult
+		err error
+	}
+	got := make(chan reply, 1)
+	go func() {
+		r, err := c.Exec(hctx, cmd, dir, opt)
+		got <- reply{r, err}
+	}()
+	poll := time.Second
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for {
+		select {
+		case r := <-got:
+			if r.err != nil && ctx.Err() == nil && hctx.Err() != nil {
+				d.channelDown(fmt.Errorf("no reply %s past the command's timeout", hostGrace))
+				return r.res, fmt.Errorf("%w: no reply in time", channel.ErrDown), nil
+			}
+			return r.res, r.err, nil
+		case <-timer.C:
+			if !d.seenStopped(ctx) {
+				poll = min(poll*2, 5*time.Second)
+				timer.Reset(poll)
+				continue
+			}
+			serr := d.stoppedError(ctx)
+			if serr == nil {
+				serr = fmt.Errorf("sandbox %s: %w", d.name, sandbox.ErrStopped)
+			}
+			d.channelDown(serr) // ends c, and so the call in flight
+			<-got
+			return sandbox.ExecResult{}, nil, serr
+		}
+	}
+}
+
+// seenStopped reports whether one look at the container finds it stopped
+// or gone; an answer the engine could not give counts as running.
+func (d *Sandbox) seenStopped(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	res, err := d.e.cli.ContainerInspect(ctx, d.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return cerrdefs.IsNotFound(err)
+	}
+	return res.Container.State != nil && !res.Container.State.Running
 }
 
 // fileChannel runs a file operation through the channel when there is
