@@ -272,6 +272,9 @@ func notStarted(t tasks.Task, why error) tasks.Result {
 // held by the endpoint gate (which the agent's own clock does not count).
 func taskDeadline(t tasks.Task, opt Options) time.Duration {
 	d := t.Timeout + opt.margin() + t.Setup.Timeout // no setup: 0
+	if t.Setup.Timeout == 0 && t.Build != nil && t.Build.Devcontainer {
+		d += tasks.DefaultSetupTimeout // its lifecycle commands may run as setup
+	}
 	if callsEndpoint(t) {
 		d += opt.Agent.MaxHeldTime
 	}

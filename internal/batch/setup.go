@@ -74,7 +74,11 @@ func (w *work) prepareEnvironment(ctx context.Context, dir string) (image string
 	var se *sandbox.SetupError
 	switch {
 	case errors.As(err, &se):
-		w.recordSetup(hide, commands, se.Output, fmt.Sprint("exit ", se.ExitCode), true)
+		status := fmt.Sprint("exit ", se.ExitCode)
+		if se.TimedOut {
+			status = "timed out"
+		}
+		w.recordSetup(hide, commands, se.Output, status, true)
 		w.fail(tasks.StatusSetupFailed, errors.New(hide.String(fmt.Sprintf("%v; its output ends with:\n%s", se, tail(se.Output, setupTail)))))
 		return "", nil, false
 	case errors.Is(err, sandbox.ErrSecretLeft):

@@ -62,6 +62,10 @@ func (e *Engine) withChannel(hc *container.HostConfig) *container.HostConfig {
 	return hc
 }
 
+// errNoReply: the helper did not answer within a command's timeout and
+// hostGrace.
+var errNoReply = errors.New("no reply in time")
+
 // runtimeGVisor is gVisor's runtime name, which runs without the channel.
 const runtimeGVisor = "runsc"
 
@@ -239,7 +243,8 @@ func (d *Sandbox) execChannel(ctx context.Context, cmd, dir string, opt sandbox.
 		if serr := d.stoppedError(ctx); serr != nil {
 			return res, fmt.Errorf("exec: %w", serr), true
 		}
-		return sandbox.ExecResult{ExitCode: 137, Notice: d.takeNotice()}, nil, true
+		// Killed with the channel; past its timeout, as an exec's would be.
+		return sandbox.ExecResult{ExitCode: 137, TimedOut: errors.Is(err, errNoReply), Notice: d.takeNotice()}, nil, true
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("exec: %w", err), true
 	}
@@ -277,7 +282,7 @@ func (d *Sandbox) watchChannelExec(ctx context.Context, c *channel.Client, cmd, 
 		case r := <-got:
 			if r.err != nil && ctx.Err() == nil && hctx.Err() != nil {
 				d.channelDown(fmt.Errorf("no reply %s past the command's timeout", hostGrace))
-				return r.res, fmt.Errorf("%w: no reply in time", channel.ErrDown), nil
+				return r.res, fmt.Errorf("%w: %w", channel.ErrDown, errNoReply), nil
 			}
 			return r.res, r.err, nil
 		case <-timer.C:

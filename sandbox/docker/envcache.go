@@ -136,6 +136,12 @@ func (e *Engine) Environments(ctx context.Context) ([]sandbox.CacheEntry, error)
 // environment a container uses is left in place. It returns what it
 // removed.
 func (e *Engine) PruneEnvironments(ctx context.Context, keep int64) ([]sandbox.CacheEntry, error) {
+	return e.pruneEnvironments(ctx, keep, "")
+}
+
+// pruneEnvironments is PruneEnvironments sparing the environment of key
+// spare, which a task is about to start from (its size still counts).
+func (e *Engine) pruneEnvironments(ctx context.Context, keep int64, spare string) ([]sandbox.CacheEntry, error) {
 	list, err := e.Environments(ctx)
 	if err != nil {
 		return nil, err
@@ -144,7 +150,7 @@ func (e *Engine) PruneEnvironments(ctx context.Context, keep int64) ([]sandbox.C
 	var removed []sandbox.CacheEntry
 	for _, ent := range list {
 		total += ent.Size
-		if total <= keep && keep > 0 {
+		if total <= keep && keep > 0 || ent.Key == spare && spare != "" {
 			continue
 		}
 		_, err := e.cli.ImageRemove(ctx, envTag(ent.Key), client.ImageRemoveOptions{PruneChildren: true})
@@ -173,7 +179,7 @@ func (e *Engine) RemoveEnvironment(ctx context.Context, key string) error {
 
 // trimCache applies a Setup's CacheLimit after a build; errors are left
 // for the next build or `runner cache prune` to meet again.
-func (e *Engine) trimCache(ctx context.Context, limit int64) {
+func (e *Engine) trimCache(ctx context.Context, limit int64, spare string) {
 	if limit < 0 {
 		return
 	}
@@ -182,5 +188,5 @@ func (e *Engine) trimCache(ctx context.Context, limit int64) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, _ = e.PruneEnvironments(ctx, limit)
+	_, _ = e.pruneEnvironments(ctx, limit, spare)
 }

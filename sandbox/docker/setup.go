@@ -71,7 +71,7 @@ func (e *Engine) Prepare(ctx context.Context, s sandbox.Setup) (sandbox.Environm
 	env, err := e.buildEnvironment(ctx, s, key, base.InspectResponse)
 	env.Duration = time.Since(start)
 	if err == nil {
-		e.trimCache(context.WithoutCancel(ctx), s.CacheLimit)
+		e.trimCache(context.WithoutCancel(ctx), s.CacheLimit, key) // never the one just built
 	}
 	return env, err
 }
@@ -180,6 +180,11 @@ rm -rf %[5]s/* %[5]s/.[!.]* %[5]s/..?*
 func setupContainerConfig(cfg sandbox.Config, owner sandbox.Owner, deadline time.Time) *container.Config {
 	c := containerConfig(cfg, owner, deadline)
 	c.User = "0:0"
+	// The container's own environment would be committed into the cached
+	// image, and the key does not hold it (the task's env, its attempt,
+	// its certificates' variables): each setup command gets it on its
+	// exec instead.
+	c.Env = nil
 	return c
 }
 
