@@ -19,10 +19,10 @@ const (
 	// command exited (a process it left behind holds it), as with the
 	// engine's exec.
 	drainPeriod = 500 * time.Millisecond
-	// killGrace is how long past its timeout the helper waits for the
+	// KillGrace is how long past its timeout the helper waits for the
 	// wrapper's watchdog before it kills the command itself (a command
 	// can kill its watchdog).
-	killGrace = 20 * time.Second
+	KillGrace = 20 * time.Second
 )
 
 // runCommand runs req.Cmd with the command wrapper, in a session of its
@@ -80,13 +80,13 @@ wait:
 			if !cancelled {
 				cancelled = true
 				stdin.Close()
-				g := time.NewTimer(killGrace)
+				g := time.NewTimer(KillGrace)
 				defer g.Stop()
 				grace = g.C
 			}
 		case <-timer.C:
 			stdin.Close()
-			g := time.NewTimer(killGrace)
+			g := time.NewTimer(KillGrace)
 			defer g.Stop()
 			grace = g.C
 		case <-grace:

@@ -263,7 +263,10 @@ func (d *Sandbox) watchChannelExec(ctx context.Context, c *channel.Client, cmd, 
 	if timeout <= 0 {
 		timeout = sandbox.DefaultExecTimeout
 	}
-	hctx, cancel := context.WithTimeout(ctx, timeout+hostGrace)
+	// The helper itself waits its own grace past the timeout (for the
+	// watchdog) before it kills from a second wrapper and answers: the
+	// host waits for that, and its own grace on top.
+	hctx, cancel := context.WithTimeout(ctx, timeout+channel.KillGrace+hostGrace)
 	defer cancel()
 	type reply struct {
 		res sandbox.ExecResult

@@ -99,7 +99,8 @@ case "$1" in
 read)
 	p=$3
 	max=$4
-	# A regular file that cannot be opened eight times running is unreadable.
+	# A regular file that cannot be opened eight times running is unreadable,
+	# or keeps vanishing.
 	n=0
 	while :; do
 		if [ -f "$p" ] && command exec 3<"$p"; then
@@ -107,7 +108,12 @@ read)
 		fi 2>/dev/null
 		unopened "$p"
 		n=$((n + 1))
-		[ $n -lt 8 ] || exit 13
+		[ $n -lt 8 ] && continue
+		# Eight misses: unreadable when it is there and access says so;
+		# otherwise a name that keeps vanishing (renamed over and removed
+		# meanwhile), which is not there to read.
+		if [ -f "$p" ] && [ ! -r "$p" ]; then exit 13; fi
+		exit 2
 	done
 	opened 3
 	regular
