@@ -49,8 +49,7 @@ var (
 )
 
 // runnerBinary builds the runner binary once per test process and returns
-// its path. It is built as released (CGO_ENABLED=0, a static executable),
-// so its sandboxes serve commands and file operations over the channel.
+// its path. It is built as released (CGO_ENABLED=0, a static executable).
 func runnerBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(binDir, "runner")

@@ -266,15 +266,16 @@ func (d *Sandbox) watchChannelExec(ctx context.Context, c *channel.Client, cmd, 
 	// The helper itself waits its own grace past the timeout (for the
 	// watchdog) before it kills from a second wrapper and answers: the
 	// host waits for that, and its own grace on top.
-	hctx, cancel := context.WithTimeout(ctx, timeout+channel.KillGrace+hostGrace)
-	defer cancel()
+	// The call itself runs under the caller's ctx, as without the watch.
+	deadline := time.NewTimer(timeout + channel.KillGrace + hostGrace)
+	defer deadline.Stop()
 	type reply struct {
 		res sandbox.ExecResult
 		err error
 	}
 	got := make(chan reply, 1)
 	go func() {
-		r, err := c.Exec(hctx, cmd, dir, opt)
+		r, err := c.Exec(ctx, cmd, dir, opt)
 		got <- reply{r, err}
 	}()
 	poll := time.Second
@@ -283,11 +284,11 @@ func (d *Sandbox) watchChannelExec(ctx context.Context, c *channel.Client, cmd, 
 	for {
 		select {
 		case r := <-got:
-			if r.err != nil && ctx.Err() == nil && hctx.Err() != nil {
-				d.channelDown(fmt.Errorf("no reply %s past the command's timeout", hostGrace))
-				return r.res, fmt.Errorf("%w: %w", channel.ErrDown, errNoReply), nil
-			}
 			return r.res, r.err, nil
+		case <-deadline.C:
+			d.channelDown(fmt.Errorf("no reply %s past the command's timeout", channel.KillGrace+hostGrace)) // ends c, and so the call in flight
+			r := <-got
+			return r.res, fmt.Errorf("%w: %w", channel.ErrDown, errNoReply), nil
 		case <-timer.C:
 			if !d.seenStopped(ctx) {
 				poll = min(poll*2, 5*time.Second)
