@@ -124,10 +124,14 @@ run)
 	root=$!
 	(
 		# Until stdin ends, TERM (the command is over) ends the watchdog;
-		# from then on the watchdog finishes its work. The reader of the
-		# output may be gone by then (the channel helper was killed): a
-		# write to it must not end the watchdog before its work is done.
-		trap 'exit 0' TERM
+		# from then on the watchdog finishes its work. TERM is left to its
+		# default action while the watchdog waits, never trapped: a shell
+		# runs a trap only once its read returns, and a TERM that lands
+		# just before the read blocks (busybox ash and dash both have that
+		# window) would leave the watchdog, and so the command, waiting
+		# for the timeout. The reader of the output may be gone by then
+		# (the channel helper was killed): a write to it must not end the
+		# watchdog before its work is done.
 		trap '' PIPE
 		read -r _ <&3
 		trap '' TERM
