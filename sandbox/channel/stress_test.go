@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,4 +107,77 @@ func stressExec(t *testing.T, n int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A command that answers its timeout's TERM with a HUP to its own process
+// group (which the wrapper and its watchdog share, the wrapper leading the
+// session) does not end the kill midway: a process it started in a session
+// of its own is gone when Exec returns. gVisor sends that HUP itself when
+// the watchdog stops a process of the group.
+func TestServeExecTimeoutSurvivesHangup(t *testing.T) {
+	if _, err := os.Stat(busyboxPath); err != nil {
+		t.Fatalf("this test needs a static busybox at %s (apt-get install busybox-static): %v", busyboxPath, err)
+	}
+	for name, bin := range map[string]string{"sh": "", "busybox": busyboxPath} {
+		t.Run(name, func(t *testing.T) {
+			if bin != "" {
+				dir := t.TempDir()
+				if err := os.Symlink(bin, filepath.Join(dir, "sh")); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			}
+			c := serveInProcess(t)
+			// A duration no other process on the machine sleeps.
+			sleeper := "sleep 3600." + strconv.Itoa(os.Getpid()) + strconv.Itoa(int(time.Now().UnixNano()%1e6))
+			cmd := `trap 'kill -HUP 0' TERM
+setsid sh -c 'trap "" TERM HUP; exec ` + sleeper + `' &
+echo started
+while :; do sleep 1; done`
+			t.Cleanup(func() { killCmdline(sleeper) })
+			res, err := c.Exec(context.Background(), cmd, "/", sandbox.ExecOptions{Timeout: time.Second, MaxOutput: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.TimedOut || res.Stdout != "started\n" {
+				t.Errorf("got %+v; want timed out, stdout \"started\\n\"", res)
+			}
+			if pids := liveCmdline(sleeper); len(pids) > 0 {
+				t.Errorf("%q survived the timeout: pids %v", sleeper, pids)
+			}
+		})
+	}
+}
+
+// liveCmdline lists the processes, not zombies, whose command line is cmd
+// (its words joined by spaces).
+func liveCmdline(cmd string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") != cmd {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// killCmdline kills what liveCmdline finds, for a test that failed.
+func killCmdline(cmd string) {
+	for _, pid := range liveCmdline(cmd) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
