@@ -1,22 +1,38 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/runner-dev/runner/sandbox/docker"
 )
 
+// channelEnv turns the command channel off (0) or on (1, the default).
+const channelEnv = "RUNNER_CHANNEL"
+
+// channelWanted reads RUNNER_CHANNEL: unset, empty or 1 is on, 0 is off;
+// anything else is an error naming the variable.
+func channelWanted(getenv func(string) string) (bool, error) {
+	switch v := getenv(channelEnv); v {
+	case "", "1":
+		return true, nil
+	case "0":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 1 (the command channel, the default) or 0 (an engine exec per command)", channelEnv, v)
+	}
+}
+
 // useChannel gives the engine's sandboxes runner itself as their channel
 // helper (`runner sandbox-channel`), when runner is a static executable
-// (built with CGO_ENABLED=0, as released). Otherwise every command costs an
-// exec of the engine, as before, and the log says why.
-func useChannel(e *docker.Engine, log *slog.Logger) {
-	if os.Getenv("RUNNER_CHANNEL") != "1" {
-		// Off by default for now: a command's reply can be lost (about one
-		// in a thousand under load, TestChannelThousandCommands), and the
-		// command then waits out its timeout.
-		return
+// (built with CGO_ENABLED=0, as released) and RUNNER_CHANNEL is not 0.
+// Otherwise every command costs an exec of the engine, as before, and the
+// log says why.
+func useChannel(e *docker.Engine, log *slog.Logger) error {
+	on, err := channelWanted(os.Getenv)
+	if err != nil || !on {
+		return err
 	}
 	exe, err := os.Executable()
 	if err == nil {
@@ -25,4 +41,5 @@ func useChannel(e *docker.Engine, log *slog.Logger) {
 	if err != nil {
 		log.Info("sandboxes run each command with an exec of their own", "why", err.Error())
 	}
+	return nil
 }

@@ -77,7 +77,10 @@ func connectBackend(ctx context.Context, log *slog.Logger) (sandbox.Backend, err
 		return nil, err
 	}
 	log.Debug("connected to the Docker engine", "host", e.Host())
-	useChannel(e, log)
+	if err := useChannel(e, log); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 

@@ -124,21 +124,34 @@ run)
 	root=$!
 	(
 		# Until stdin ends, TERM (the command is over) ends the watchdog;
-		# from then on the watchdog finishes its work. The reader of the
-		# output may be gone by then (the channel helper was killed): a
-		# write to it must not end the watchdog before its work is done.
-		trap 'exit 0' TERM
+		# from then on the watchdog finishes its work. TERM is left to its
+		# default action while the watchdog waits, never trapped: a shell
+		# runs a trap only once its read returns, and a TERM that lands
+		# just before the read blocks (busybox ash and dash both have that
+		# window) would leave the watchdog, and so the command, waiting
+		# for the timeout. The reader of the output may be gone by then
+		# (the channel helper was killed): a write to it must not end the
+		# watchdog before its work is done.
 		trap '' PIPE
 		read -r _ <&3
-		trap '' TERM
+		# HUP too: when the command shares the wrapper's process group
+		# (the wrapper leads the session), a HUP to that group must not end
+		# the watchdog before its work is done. The command can send it
+		# (kill -HUP 0 on its TERM), and gVisor sends it, with CONT, as
+		# soon as reap stops a process of the group, which has no parent
+		# outside the session.
+		trap '' TERM HUP
 		read -r me _ </proc/self/stat
 		spare="$spare$me "
 		printf '%s:timeout\n' "$mark" >&2
 		reap
 	) &
 	w=$!
+	# The wrapper waits for its watchdog through the same HUP (the command,
+	# started before, keeps its own disposition).
+	trap '' HUP
 	exec 3<&-
-	wait $root
+	wait $root 2>/dev/null
 	rc=$?
 	oomkills
 	[ "$oom" -gt "$oom0" ] && printf '%s:oom\n' "$mark" >&2
