@@ -94,6 +94,7 @@ func subcommands(d *deps) []*cobra.Command {
 		newValidateCmd(d, nil),
 		newReportCmd(d, nil),
 		newShowCmd(d, nil),
+		newMergeCmd(d, nil),
 		newImageCmd(d),
 		newDoctorCmd(d, nil),
 		newCleanupCmd(d, nil),
