@@ -95,6 +95,9 @@ type mergedShard struct {
 }
 
 func mergeShards(ctx context.Context, d *deps, opts *mergeOptions) error {
+	if err := checkMergeOut(opts.out); err != nil {
+		return err
+	}
 	shards, err := readShardDirs(opts)
 	if err != nil {
 		return err
@@ -359,13 +362,8 @@ func mergedMeta(shards []shardDir) ([]byte, error) {
 // beside it, then swapped in. dir must be absent, empty, or an earlier
 // merge's output.
 func replaceDir(dir string, files map[string][]byte) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return cli.Usagef("--out %s: %v", dir, err)
-	case len(entries) > 0 && !mergedBefore(dir):
-		return cli.Usagef("--out %s is not empty and was not written by runner merge; choose a new or empty directory", dir)
+	if err := checkMergeOut(dir); err != nil {
+		return err
 	}
 	clean := filepath.Clean(dir)
 	parent := filepath.Dir(clean)
@@ -397,6 +395,20 @@ func replaceDir(dir string, files map[string][]byte) error {
 		return fmt.Errorf("merge: %w", err)
 	}
 	return os.RemoveAll(old)
+}
+
+// checkMergeOut refuses an output directory that holds anything but an
+// earlier merge.
+func checkMergeOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return cli.Usagef("--out %s: %v", dir, err)
+	case len(entries) > 0 && !mergedBefore(dir):
+		return cli.Usagef("--out %s is not empty and was not written by runner merge; choose a new or empty directory", dir)
+	}
+	return nil
 }
 
 // mergedBefore tells whether dir holds a merge's record.
