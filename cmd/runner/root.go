@@ -121,6 +121,9 @@ Environment:
                       the Docker engine to use (local socket by default;
                       tcp:// and ssh:// engines work too)
   RUNNER_LOG_LEVEL    default of --log-level
+  JOB_COMPLETION_INDEX
+                      the shard's index for run --shard auto/N (a
+                      Kubernetes Indexed Job sets it)
   NO_COLOR            when set, no colour in the output
   RUNNER_GIT_TOKEN, GITHUB_TOKEN
                       token for https remotes (RUNNER_GIT_TOKEN first)`

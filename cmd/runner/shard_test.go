@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -139,5 +140,40 @@ func TestShardableRefusesSplitDependency(t *testing.T) {
 	q[1].Repo = "/other"
 	if err := checkShardable(q, 2); err != nil {
 		t.Errorf("same branch name in another repository: %v", err)
+	}
+}
+
+// validate --shard lists each shard's tasks; together they are the file's.
+func TestValidateShard(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 3 {
+		res := runMain(t, "--json", "validate", exampleYAML, "--shard", fmt.Sprintf("%d/3", i))
+		if res.code != cli.ExitOK {
+			t.Fatalf("validate --shard %d/3:\n%s", i, res)
+		}
+		var out struct {
+			Files []struct {
+				Shard *shardView `json:"shard"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || len(out.Files) != 1 || out.Files[0].Shard == nil {
+			t.Fatalf("validate --json --shard %d/3: %v\n%s", i, err, res)
+		}
+		if got := out.Files[0].Shard.Shard; got != fmt.Sprintf("%d/3", i) {
+			t.Errorf("shard %q, want %d/3", got, i)
+		}
+		for _, id := range out.Files[0].Shard.Tasks {
+			if seen[id] {
+				t.Errorf("task %s listed in two shards", id)
+			}
+			seen[id] = true
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("the shards list %d tasks, want the 3 of %s", len(seen), exampleYAML)
+	}
+	res := runMain(t, "validate", exampleYAML, "--shard", "3/3")
+	if res.code != cli.ExitUsage || !strings.Contains(res.stderr, `--shard "3/3"`) {
+		t.Errorf("validate --shard 3/3:\n%s", res)
 	}
 }

@@ -73,7 +73,7 @@ split keeps together tasks that depend on each other.`,
 		},
 	}
 	opts.endpoint.register(cmd)
-	cmd.Flags().StringVar(&shardFlag, "shard", "", shardHelp)
+	cmd.Flags().StringVar(&shardFlag, "shard", "", "list the tasks that shard `I/N` of runner run --shard takes; auto/N takes I from $"+shardIndexEnv)
 	return cmd
 }
 
