@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,5 +176,32 @@ func TestValidateShard(t *testing.T) {
 	res := runMain(t, "validate", exampleYAML, "--shard", "3/3")
 	if res.code != cli.ExitUsage || !strings.Contains(res.stderr, `--shard "3/3"`) {
 		t.Errorf("validate --shard 3/3:\n%s", res)
+	}
+}
+
+// A shard with no task succeeds, says so, and records itself so that a
+// merge finds it; its out directory then refuses the other shard.
+func TestRunEmptyShard(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", e2eKey)
+	t.Setenv("RUNNER_MODEL", "gpt-4o-mini")
+	repo, _ := sourceRepo(t, map[string]string{"a.txt": "a\n"})
+	file := writeTaskFile(t, "tasks:\n  - {id: only, repo: "+repo+", prompt: \"Do it.\"}\n")
+	empty := 1 - shardOf("only", 2)
+	out := filepath.Join(t.TempDir(), "out")
+	res := runMain(t, "run", file, "--out", out, "--shard", fmt.Sprintf("%d/2", empty))
+	if res.code != cli.ExitOK || !strings.Contains(res.stdout+res.stderr, "nothing to run") {
+		t.Fatalf("empty shard:\n%s", res)
+	}
+	rec, err := tasks.ReadShardRecord(out)
+	if err != nil || rec == nil || rec.Index != empty || rec.Count != 2 || len(rec.Queue) != 1 {
+		t.Errorf("shard record %+v, %v", rec, err)
+	}
+	res = runMain(t, "run", file, "--out", out, "--shard", fmt.Sprintf("%d/2", 1-empty))
+	if res.code != cli.ExitUsage || !strings.Contains(res.stderr, fmt.Sprintf("holds shard %d/2, not %d/2", empty, 1-empty)) {
+		t.Errorf("the other shard in the empty shard's out directory:\n%s", res)
+	}
+	res = runMain(t, "run", file, "--out", out)
+	if res.code != cli.ExitUsage || !strings.Contains(res.stderr, "run with --shard") {
+		t.Errorf("an unsharded run in a shard's out directory:\n%s", res)
 	}
 }
