@@ -325,14 +325,15 @@ func mergeTrajectories(shards []shardDir) (map[string][]byte, error) {
 
 // mergedMeta is the run record of the merge: the whole queue, from the
 // earliest start to the latest end (none if a shard has not ended), the
-// shards' budgets and concurrencies added up.
+// shards' concurrencies added up, and their run budgets too when every
+// shard had one (else none).
 func mergedMeta(shards []shardDir) ([]byte, error) {
 	m := runreport.Meta{RunID: fmt.Sprintf("merge of %d/%d shards", len(shards), shards[0].rec.Count),
 		Queue: shards[0].rec.Queue}
-	finished := true
-	for i, s := range shards {
+	finished, capped := true, true
+	for _, s := range shards {
 		if s.meta == nil {
-			finished = false
+			finished, capped = false, false
 			continue
 		}
 		if m.StartedAt.IsZero() || s.meta.StartedAt.Before(m.StartedAt) {
@@ -344,16 +345,14 @@ func mergedMeta(shards []shardDir) ([]byte, error) {
 			m.FinishedAt = s.meta.FinishedAt
 		}
 		m.Concurrency += s.meta.Concurrency
-		if i == 0 || m.RunBudgetUSD > 0 {
-			if s.meta.RunBudgetUSD > 0 {
-				m.RunBudgetUSD += s.meta.RunBudgetUSD
-			} else {
-				m.RunBudgetUSD = 0
-			}
-		}
+		m.RunBudgetUSD += s.meta.RunBudgetUSD
+		capped = capped && s.meta.RunBudgetUSD > 0
 	}
 	if !finished {
 		m.FinishedAt = time.Time{}
+	}
+	if !capped { // a shard without a cap: the whole has none
+		m.RunBudgetUSD = 0
 	}
 	return runreport.MarshalMeta(m)
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/internal/cli"
 	runreport "github.com/runner-dev/runner/internal/report"
@@ -71,8 +72,10 @@ func TestShardedRunAndMerge(t *testing.T) {
 		}
 	}
 	var pids []int
+	started := time.Now()
 	for i, cmd := range cmds {
 		err := cmd.Wait()
+		t.Logf("shard %d/%d (%d tasks) ended after %s", i, n, len(taken[i]), time.Since(started).Round(time.Second))
 		pids = append(pids, cmd.Process.Pid)
 		code := 0
 		var exit *exec.ExitError
