@@ -41,7 +41,8 @@ shards show as not run.
 The shards' directories are only read. OUT is written anew (a directory
 that merge wrote before is replaced; any other must be empty or absent),
 and merging the same shards again writes the same bytes. OUT records the
-merge in merge.json, and runner run refuses to write there.`
+merge in merge.json, and runner run and runner continue refuse to write
+there: continue a task in its shard's directory, then merge again.`
 
 func newMergeCmd(d *deps, runF func(context.Context, *mergeOptions) error) *cobra.Command {
 	opts := &mergeOptions{}

@@ -79,4 +79,12 @@ func TestMergeRefusals(t *testing.T) {
 	if got := readResultLines(t, dir("m")); len(got) != 1 || got[0].ID != "a" {
 		t.Errorf("merged results %+v, want a's line once", got)
 	}
+	before := snapshotOf(t, dir("m"))
+	res = runMain(t, "continue", "--out", dir("m"), "a")
+	if res.code != cli.ExitUsage || !strings.Contains(res.stderr, "runner merge") {
+		t.Errorf("continue in a merged directory:\n%s", res)
+	}
+	if !mapsEqual(before, snapshotOf(t, dir("m"))) {
+		t.Error("a refused continue changed the merged directory")
+	}
 }
