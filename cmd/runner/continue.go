@@ -88,6 +88,10 @@ func continueTask(ctx context.Context, d *deps, opts *continueOptions) error {
 	if _, err := os.Stat(opts.out); err != nil {
 		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("out directory: %w", err)}
 	}
+	if mergedBefore(opts.out) {
+		return cli.Usagef("--out %s holds the merged results of shards (runner merge); continue %s in its shard's out directory, then merge again",
+			opts.out, opts.id)
+	}
 	s, err := openSession(ctx, d, &opts.model, opts.out, nil, sessionHooks{})
 	if err != nil {
 		return err

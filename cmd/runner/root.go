@@ -97,6 +97,7 @@ func subcommands(d *deps) []*cobra.Command {
 		newValidateCmd(d, nil),
 		newReportCmd(d, nil),
 		newShowCmd(d, nil),
+		newMergeCmd(d, nil),
 		newImageCmd(d),
 		newDoctorCmd(d, nil),
 		newCleanupCmd(d, nil),
@@ -123,6 +124,9 @@ Environment:
                       the Docker engine to use (local socket by default;
                       tcp:// and ssh:// engines work too)
   RUNNER_LOG_LEVEL    default of --log-level
+  JOB_COMPLETION_INDEX
+                      the shard's index for run --shard auto/N (a
+                      Kubernetes Indexed Job sets it)
   NO_COLOR            when set, no colour in the output
   RUNNER_GIT_TOKEN, GITHUB_TOKEN
                       token for https remotes (RUNNER_GIT_TOKEN first)`

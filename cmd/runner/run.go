@@ -24,6 +24,14 @@ type runOptions struct {
 	force       bool
 	runBudget   float64
 	events      bool
+	shardFlag   string
+	// shard is the part of the queue this process runs (--shard); nil
+	// when it runs the whole queue.
+	shard *shard
+	// shardRecord is what the out directory records of the shard: set by
+	// runFile for a sharded run, checked and written once the store is
+	// open.
+	shardRecord *tasks.ShardRecord
 	model       modelFlags
 	policy      policyFlags
 	defaults    batch.Defaults
@@ -49,6 +57,14 @@ task otherwise. With --events, stdout carries one JSON object per event
 (task started, phase changed, step done, task finished...) instead of the
 summary table.
 
+With --shard I/N, N runner processes split the queue: each runs the tasks
+whose id hashes to its index I (FNV-1a of the id, modulo N), so adding a
+task never moves the others, and each writes its own out directory, which
+records the shard and refuses any other. auto/N takes I from
+$JOB_COMPLETION_INDEX, set by a Kubernetes Indexed Job. --run-budget caps
+each shard on its own: N shards may spend up to N times it in all.
+runner merge gathers the shards' out directories into one for the report.
+
 Exit code 0 when every task succeeded, 1 when one did not, 2 for a usage or
 configuration error (nothing ran), 130 when interrupted.`
 
@@ -63,6 +79,13 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 			if err := opts.complete(d.getenv); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("shard") {
+				s, err := parseShard(opts.shardFlag, d.getenv)
+				if err != nil {
+					return err
+				}
+				opts.shard = &s
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts, args[0])
 			}
@@ -73,7 +96,8 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 	f.StringVarP(&opts.out, "out", "o", "runner-out", "out `directory` for results.jsonl and trajectories; reuse it to resume")
 	f.IntVarP(&opts.concurrency, "concurrency", "j", 1, "how many tasks run at once")
 	f.BoolVar(&opts.force, "force", false, "overwrite task branches that already exist")
-	f.Float64Var(&opts.runBudget, "run-budget", 0, "USD cap for the whole run, shared by all tasks (0: none)")
+	f.Float64Var(&opts.runBudget, "run-budget", 0, "USD cap for the whole run, shared by all tasks (0: none); with --shard, for this shard alone")
+	f.StringVar(&opts.shardFlag, "shard", "", shardHelp)
 	f.StringVar(&opts.envCacheSize, "env-cache-size", "20g", "size cap of the cache of prepared environments (setup); least recently used first out; off: no cap")
 	f.BoolVar(&opts.events, "events", false, "write one JSON object per event on stdout, for CI systems (not with --json)")
 	addTaskDefaultFlags(cmd, &opts.defaults)
@@ -110,7 +134,13 @@ func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error 
 	if err != nil {
 		return err
 	}
-	return runQueue(ctx, d, opts, q.Tasks, nil)
+	queue := q.Tasks
+	if opts.shard != nil {
+		if queue, err = shardQueue(d, opts, path, q.Tasks); err != nil || queue == nil {
+			return err
+		}
+	}
+	return runQueue(ctx, d, opts, queue, nil)
 }
 
 // runQueue runs tasks with the shared machinery of run and exec, prints
@@ -124,7 +154,12 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 		return err
 	}
 	s, err := openSession(ctx, d, &opts.model, opts.out, queue, sessionHooks{
-		opened: func(store *tasks.Store) error { return preflight(d, queue, store) },
+		opened: func(store *tasks.Store) error {
+			if err := store.ClaimShard(opts.shardRecord); err != nil {
+				return err
+			}
+			return preflight(d, queue, store)
+		},
 		connected: func(e sandbox.Backend) error {
 			if err := checkRuntimes(ctx, e, queue, opts.defaults.Runtime); err != nil {
 				return err
@@ -188,7 +223,7 @@ func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task
 
 // configErr makes a problem found before anything ran exit with code 2.
 func configErr(err error) error {
-	if errors.Is(err, batch.ErrConfig) || errors.Is(err, tasks.ErrLocked) {
+	if errors.Is(err, batch.ErrConfig) || errors.Is(err, tasks.ErrLocked) || errors.Is(err, tasks.ErrShardMismatch) {
 		return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 	}
 	return err

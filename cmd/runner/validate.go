@@ -20,10 +20,13 @@ type validateOptions struct {
 	json     bool
 	files    []string
 	endpoint endpointCheck
+	// shard, when set (--shard), is the shard whose tasks validate lists.
+	shard *shard
 }
 
 func newValidateCmd(d *deps, runF func(context.Context, *validateOptions) error) *cobra.Command {
 	opts := &validateOptions{}
+	var shardFlag string
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check task files, listing every mistake with its file and line",
@@ -46,12 +49,23 @@ document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems", "
 With --check-endpoint, also ask the model endpoint (--base-url, else
 $OPENAI_BASE_URL, else OpenAI) whether it answers and takes the key, as
 runner run does before it starts anything: the one check that needs the
-network, so it is off by default. Its result is "endpoint" in --json.`,
+network, so it is off by default. Its result is "endpoint" in --json.
+
+With --shard I/N, also list the tasks of each file that shard I of N
+takes in runner run --shard (its "shard" in --json), and check that the
+split keeps together tasks that depend on each other.`,
 		Example: "  runner validate tasks.yaml\n  runner validate --json queue.jsonl more.yaml",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
 			opts.endpoint.complete(cmd.Context(), d.getenv)
+			if cmd.Flags().Changed("shard") {
+				s, err := parseShard(shardFlag, d.getenv)
+				if err != nil {
+					return err
+				}
+				opts.shard = &s
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -59,6 +73,7 @@ network, so it is off by default. Its result is "endpoint" in --json.`,
 		},
 	}
 	opts.endpoint.register(cmd)
+	cmd.Flags().StringVar(&shardFlag, "shard", "", "list the tasks that shard `I/N` of runner run --shard takes; auto/N takes I from $"+shardIndexEnv)
 	return cmd
 }
 
@@ -70,7 +85,15 @@ type fileCheck struct {
 	Tasks    []taskView    `json:"tasks,omitempty"`
 	Problems []problemView `json:"problems,omitempty"`
 	Warnings []problemView `json:"warnings,omitempty"`
-	queue    *tasks.Queue
+	// Shard lists the tasks the shard of --shard takes.
+	Shard *shardView `json:"shard,omitempty"`
+	queue *tasks.Queue
+}
+
+// shardView is what a shard takes of a file's queue.
+type shardView struct {
+	Shard string   `json:"shard"`
+	Tasks []string `json:"tasks"`
 }
 
 // taskView is a task as --json shows it: what a run will do with it.
@@ -139,6 +162,21 @@ func checkFile(ctx context.Context, path string) fileCheck {
 	return fc
 }
 
+// checkShard lists the tasks of a valid file that shard s takes, or makes
+// the file invalid when the split separates tasks that depend on each
+// other.
+func checkShard(c *fileCheck, s shard) {
+	if err := checkShardable(c.queue.Tasks, s.Count); err != nil {
+		c.OK = false
+		c.Problems = []problemView{{File: c.File, Message: err.Error(), text: c.File + ": " + err.Error()}}
+		return
+	}
+	c.Shard = &shardView{Shard: s.String(), Tasks: []string{}}
+	for _, t := range s.take(c.queue.Tasks) {
+		c.Shard.Tasks = append(c.Shard.Tasks, t.ID)
+	}
+}
+
 // problemViews turns problems into their --json form.
 func problemViews(ps []tasks.Problem) []problemView {
 	var out []problemView
@@ -157,6 +195,9 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 		checks[i] = checkFile(ctx, f)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
+		}
+		if checks[i].OK && opts.shard != nil {
+			checkShard(&checks[i], *opts.shard)
 		}
 		if !checks[i].OK {
 			bad++
@@ -182,6 +223,14 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 			}
 			if c.OK {
 				opts.printer.Success("%s: %s", c.File, queueSummary(c.queue))
+				if c.Shard != nil {
+					ids := strings.Join(c.Shard.Tasks, ", ")
+					if ids == "" {
+						ids = "none"
+					}
+					opts.printer.Line("  shard %s takes %d of %s: %s", c.Shard.Shard, len(c.Shard.Tasks),
+						plural(len(c.queue.Tasks), "task"), ids)
+				}
 				continue
 			}
 			for _, p := range c.Problems {

@@ -37,13 +37,26 @@ type Meta struct {
 	Queue []string `json:"queue"`
 }
 
-// WriteMeta replaces the out directory's run record.
-func WriteMeta(out string, m Meta) error {
+// MarshalMeta is the content of run.json holding m.
+func MarshalMeta(m Meta) ([]byte, error) {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("write run record: %w", err)
+		return nil, fmt.Errorf("write run record: %w", err)
 	}
-	if err := tasks.WriteFileAtomic(filepath.Join(out, MetaFile), termsafe.JSON(append(data, '\n')), 0o644); err != nil {
+	return termsafe.JSON(append(data, '\n')), nil
+}
+
+// ReadMeta reads the run record of out directory dir; nil, nil when it
+// has none.
+func ReadMeta(dir string) (*Meta, error) { return readMeta(dir) }
+
+// WriteMeta replaces the out directory's run record.
+func WriteMeta(out string, m Meta) error {
+	data, err := MarshalMeta(m)
+	if err != nil {
+		return err
+	}
+	if err := tasks.WriteFileAtomic(filepath.Join(out, MetaFile), data, 0o644); err != nil {
 		return fmt.Errorf("write run record: %w", err)
 	}
 	return nil
