@@ -52,6 +52,9 @@ for with --runtime works; 2 otherwise. With --json, print the findings.`,
 		Example: "  runner doctor\n  runner doctor --runtime runsc",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := d.backend.check(); err != nil {
+				return err
+			}
 			opts.printer, opts.json, opts.engine = d.printer, d.globals.json, d.engine
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -61,7 +64,8 @@ for with --runtime works; 2 otherwise. With --json, print the findings.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.image, "image", sandbox.DefaultImage, "sandbox `image` to look for and to try the runtimes with")
-	f.StringSliceVar(&opts.runtimes, "runtime", nil, "`runtime` that must work (repeatable: runc, runsc)")
+	f.StringSliceVar(&opts.runtimes, "runtime", nil, "`runtime` that must work (repeatable: runc, runsc; a RuntimeClass with --backend kubernetes)")
+	d.backend.register(cmd)
 	return cmd
 }
 

@@ -20,6 +20,9 @@ type validateOptions struct {
 	json     bool
 	files    []string
 	endpoint endpointCheck
+	// backend is --backend: the files are checked for it, as are those
+	// whose defaults name a backend.
+	backend string
 }
 
 func newValidateCmd(d *deps, runF func(context.Context, *validateOptions) error) *cobra.Command {
@@ -41,7 +44,7 @@ task's branch is not checked out in any worktree and has no ref in its way
 contacted.
 
 Exit code 2 when any file has a problem. With --json, print one JSON
-document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems", "warnings"}]}.
+document: {"ok": BOOL, "files": [{"file", "ok", "format", "backend", "tasks", "problems", "warnings"}]}.
 
 With --check-endpoint, also ask the model endpoint (--base-url, else
 $OPENAI_BASE_URL, else OpenAI) whether it answers and takes the key, as
@@ -52,6 +55,9 @@ network, so it is off by default. Its result is "endpoint" in --json.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
 			opts.endpoint.complete(cmd.Context(), d.getenv)
+			if err := (&backendFlags{kind: opts.backend}).check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -59,6 +65,7 @@ network, so it is off by default. Its result is "endpoint" in --json.`,
 		},
 	}
 	opts.endpoint.register(cmd)
+	cmd.Flags().StringVar(&opts.backend, "backend", "", "check the files for this sandbox `backend`: docker or kubernetes (default: each file's backend:, else docker)")
 	return cmd
 }
 
@@ -70,7 +77,9 @@ type fileCheck struct {
 	Tasks    []taskView    `json:"tasks,omitempty"`
 	Problems []problemView `json:"problems,omitempty"`
 	Warnings []problemView `json:"warnings,omitempty"`
-	queue    *tasks.Queue
+	// Backend is the sandbox backend the file runs on.
+	Backend string `json:"backend,omitempty"`
+	queue   *tasks.Queue
 }
 
 // taskView is a task as --json shows it: what a run will do with it.
@@ -106,7 +115,7 @@ type problemView struct {
 // checkFile loads one task file and reports what it holds or what is wrong
 // with it, its local repositories included (see checkRepos). A file that
 // cannot be read is one problem.
-func checkFile(ctx context.Context, path string) fileCheck {
+func checkFile(ctx context.Context, path, backend string) fileCheck {
 	fc := fileCheck{File: path}
 	q, err := tasks.Load(ctx, path)
 	var invalid *tasks.ValidationError
@@ -120,10 +129,17 @@ func checkFile(ctx context.Context, path string) fileCheck {
 	}
 	repos := checkRepos(q.Tasks, true)
 	fc.Warnings = problemViews(repos.warnings)
+	b := &backendFlags{kind: backend}
+	if err := b.fromQueue(q); err != nil {
+		repos.problems = append(repos.problems, tasks.Problem{File: path, Line: q.BackendLine, Field: "backend", Msg: err.Error()})
+	} else {
+		repos.problems = append(repos.problems, b.refusals(q.Tasks, "")...)
+	}
 	if len(repos.problems) > 0 {
 		fc.Problems = problemViews(repos.problems)
 		return fc
 	}
+	fc.Backend = b.name()
 	fc.OK, fc.Format, fc.queue = true, q.Format, q
 	for _, t := range q.Tasks {
 		v := taskView{
@@ -154,7 +170,7 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 	checks := make([]fileCheck, len(opts.files))
 	bad, problems := 0, 0
 	for i, f := range opts.files {
-		checks[i] = checkFile(ctx, f)
+		checks[i] = checkFile(ctx, f, opts.backend)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -181,7 +197,11 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 				opts.printer.Warn("%s", w.text)
 			}
 			if c.OK {
-				opts.printer.Success("%s: %s", c.File, queueSummary(c.queue))
+				summary := queueSummary(c.queue)
+				if c.Backend != tasks.BackendDocker {
+					summary += "; backend " + c.Backend
+				}
+				opts.printer.Success("%s: %s", c.File, summary)
 				continue
 			}
 			for _, p := range c.Problems {
