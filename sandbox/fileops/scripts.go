@@ -15,10 +15,25 @@ import (
 func CACertsCommand() []string {
 	script := `set -e; umask 022; d="$1"; f="$2"; shift 2
 rm -rf "$d"; mkdir -m 0755 "$d"
-for b in "$@"; do if [ -f "$b" ] && [ -r "$b" ]; then cat "$b"; echo; break; fi; done > "$f.new"
+` + caImageBundle + `
 cat >> "$f.new"; mv "$f.new" "$f"`
 	return append([]string{"sh", "-c", script, "runner-ca", path.Dir(sandbox.CABundle), sandbox.CABundle}, sandbox.ImageCABundles...)
 }
+
+// caImageBundle copies the first system bundle of "$@" to "$f.new".
+const caImageBundle = `for b in "$@"; do if [ -f "$b" ] && [ -r "$b" ]; then cat "$b"; echo; break; fi; done > "$f.new"`
+
+// CACertsEnv is the variable that carries the certificates to
+// CACertsFileScript.
+const CACertsEnv = "RUNNER_CA_CERTS"
+
+// CACertsFileScript, run as sh -c CACertsFileScript runner-ca FILE
+// ImageCABundles..., writes FILE as CACertsCommand writes the bundle,
+// with the certificates taken from $RUNNER_CA_CERTS: for a backend that
+// prepares the bundle in a volume of its own before the sandbox starts.
+const CACertsFileScript = `set -e; umask 022; f="$1"; shift
+` + caImageBundle + `
+printf '%s\n' "$` + CACertsEnv + `" >> "$f.new"; mv "$f.new" "$f"`
 
 // CheckpointDir holds a sandbox's checkpoint of the workspace: outside the
 // workspace, and a dot name, which `rm -rf /tmp/*` leaves alone.
