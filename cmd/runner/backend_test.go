@@ -19,7 +19,7 @@ func runWithBackend(t *testing.T, args ...string) (res cmdResult, asked []backen
 	t.Helper()
 	var stdout, stderr strings.Builder
 	d := newDeps(strings.NewReader(""), &stdout, &stderr, func(string) string { return "" })
-	d.connect = func(_ context.Context, _ *slog.Logger, b *backendFlags) (sandbox.Backend, error) {
+	d.connect = func(_ context.Context, _ *slog.Logger, b *backendFlags, _ func(string) string) (sandbox.Backend, error) {
 		asked = append(asked, *b)
 		return nil, errors.New("no backend in this test")
 	}

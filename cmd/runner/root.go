@@ -23,7 +23,7 @@ type deps struct {
 	// connect opens the sandbox backend the flags choose (the Docker
 	// engine named by the environment: DOCKER_HOST..., or a Kubernetes
 	// cluster) and logs it; the caller closes it.
-	connect func(context.Context, *slog.Logger, *backendFlags) (sandbox.Backend, error)
+	connect func(ctx context.Context, log *slog.Logger, b *backendFlags, getenv func(string) string) (sandbox.Backend, error)
 
 	globals globalFlags
 	// backend is set by the flags of the commands that start sandboxes
@@ -73,15 +73,15 @@ func (d *deps) engine(ctx context.Context) (sandbox.Backend, error) {
 	if err := d.backend.check(); err != nil {
 		return nil, err
 	}
-	return d.connect(ctx, d.log, &d.backend)
+	return d.connect(ctx, d.log, &d.backend, d.getenv)
 }
 
 // connectBackend is the one place that picks the sandbox backend: the
 // Docker engine of the environment, or the Kubernetes cluster of the
 // kubeconfig when b says so.
-func connectBackend(ctx context.Context, log *slog.Logger, b *backendFlags) (sandbox.Backend, error) {
+func connectBackend(ctx context.Context, log *slog.Logger, b *backendFlags, getenv func(string) string) (sandbox.Backend, error) {
 	if b.kubernetes() {
-		return connectKubernetes(ctx, log, b)
+		return connectKubernetes(ctx, log, b, getenv)
 	}
 	e, err := docker.Connect(ctx)
 	if err != nil {
