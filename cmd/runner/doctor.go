@@ -121,8 +121,11 @@ func runDoctor(ctx context.Context, opts *doctorOptions) error {
 		add(finding{Check: "engine", Detail: err.Error(), Required: true})
 		return reportDoctor(opts, found)
 	}
-	add(finding{Check: "engine", OK: true, Required: true,
-		Detail: fmt.Sprintf("%s %s at %s; runtimes %s (default %s)", info.Kind, info.Version, info.Address, runtimeList(info.Runtimes), orDefault(info.DefaultRuntime))})
+	detail := fmt.Sprintf("%s %s at %s; runtimes %s", info.Kind, info.Version, info.Address, runtimeList(info.Runtimes))
+	if info.DefaultRuntime != "" {
+		detail += fmt.Sprintf(" (default %s)", info.DefaultRuntime)
+	}
+	add(finding{Check: "engine", OK: true, Required: true, Detail: detail})
 	if opts.kubernetes {
 		found = append(found, kubernetesFindings(ctx, e)...)
 	}
