@@ -9,7 +9,7 @@ import (
 var (
 	ErrDaemonUnreachable = errors.New("cannot reach the Docker daemon")
 	ErrImageNotFound     = errors.New("image not found")
-	ErrRefused           = errors.New("the Docker engine refused the sandbox settings")
+	ErrRefused           = errors.New("the sandbox backend refused the sandbox settings")
 )
 
 // ImageError tells which image is missing and how to get it.

@@ -30,7 +30,8 @@
 // the agent may hand subtasks to; off when unset). All but id, prompt, prompt_file and branch may also be set
 // in defaults; limits and env merge key by key, the other keys (lists
 // included) are replaced whole. max_prompt_size (default 4m) may only be set
-// in defaults: it caps every prompt of the file. Relative repo paths, prompt
+// in defaults: it caps every prompt of the file; so may backend (docker or
+// kubernetes: the sandbox backend of the file's run, see Queue.Backend). Relative repo paths, prompt
 // files and hooks are resolved against the directory of the task file.
 // Durations use Go syntax (30m, 1h30m); memory sizes are binary (512m, 2g).
 //

@@ -3,6 +3,7 @@ package tasks
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +24,10 @@ type spec struct {
 	ID, Repo, Ref      *string
 	Prompt, PromptFile *string
 	// MaxPrompt is max_prompt_size, set in defaults only.
-	MaxPrompt         *int64
+	MaxPrompt *int64
+	// Backend is backend, set in defaults only; backendLine is its line.
+	Backend           *string
+	backendLine       int
 	Branch, Check     *string
 	Image, Model      *string
 	Provider, Runtime *string
@@ -117,6 +121,19 @@ var taskFields = []field{
 		}
 	}},
 	{"max_prompt_size", false, decodeMaxPrompt},
+	{"backend", false, func(r *reader, v *yaml.Node, a at, s *spec) {
+		if b, ok := r.str(v, a); ok {
+			if !slices.Contains(Backends, b) {
+				hint := ""
+				if s := suggest(b, Backends); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				r.addField(v, a, "want %s, got %q%s", strings.Join(Backends, " or "), b, hint)
+				return
+			}
+			s.Backend, s.backendLine = &b, v.Line
+		}
+	}},
 	{"branch", true, func(r *reader, v *yaml.Node, a at, s *spec) {
 		if b, ok := r.str(v, a); ok {
 			s.Branch, s.branchNode = &b, v
@@ -254,7 +271,7 @@ func decodeMaxPrompt(r *reader, v *yaml.Node, a at, s *spec) {
 }
 
 // fileWide keys apply to the whole file and may be set in defaults only.
-var fileWide = map[string]bool{"max_prompt_size": true}
+var fileWide = map[string]bool{"max_prompt_size": true, "backend": true}
 
 // limitFields are the keys under limits.
 var limitFields = []field{

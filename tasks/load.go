@@ -67,7 +67,11 @@ func parse(ctx context.Context, name string, in io.Reader) (*Queue, error) {
 		sortProblems(r.problems)
 		return nil, &ValidationError{Problems: r.problems}
 	}
-	return &Queue{File: name, Format: format, Tasks: tasks}, nil
+	q := &Queue{File: name, Format: format, Tasks: tasks}
+	if defaults != nil && defaults.Backend != nil {
+		q.Backend, q.BackendLine = *defaults.Backend, defaults.backendLine
+	}
+	return q, nil
 }
 
 // readYAML reads a YAML task file whole, refusing one over maxYAMLSize or

@@ -188,11 +188,24 @@ const (
 	FormatJSONL Format = "jsonl"
 )
 
+// The sandbox backends a task file's defaults may name (backend:).
+const (
+	BackendDocker     = "docker"
+	BackendKubernetes = "kubernetes"
+)
+
+// Backends are the values of backend:.
+var Backends = []string{BackendDocker, BackendKubernetes}
+
 // Queue is a loaded task file.
 type Queue struct {
 	// File is the name the file was loaded under.
 	File   string
 	Format Format
+	// Backend is the sandbox backend the file's defaults ask for (one of
+	// Backends), empty when they name none; BackendLine is where.
+	Backend     string
+	BackendLine int
 	// Tasks are in file order, defaults applied.
 	Tasks []Task
 }

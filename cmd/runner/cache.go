@@ -68,6 +68,7 @@ the cache under --env-cache-size, least recently used first out.
   runner cache prune --keep 5g remove the least recently used beyond 5g`,
 		Args: cobra.NoArgs,
 	}
+	cmd.PersistentFlags().StringVar(&d.backend.kind, "backend", "", "sandbox `backend`: docker only (the kubernetes backend prepares no environments)")
 	ls := &cobra.Command{
 		Use: "ls", Short: "List the cached environments", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -108,6 +109,9 @@ the cache under --env-cache-size, least recently used first out.
 
 // withCache runs f on the backend's environment cache.
 func withCache(ctx context.Context, d *deps, f func(sandbox.EnvironmentCache) error) error {
+	if err := d.backend.dockerOnly("runner cache", "the kubernetes backend prepares no environments (setup), so it has no cache"); err != nil {
+		return err
+	}
 	e, err := d.engine(ctx)
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ be removed and remove nothing (it lists containers, not networks). With --json, 
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.dryRun, "dry-run", "n", false, "list what would be removed, remove nothing")
+	d.backend.register(cmd)
 	return cmd
 }
 

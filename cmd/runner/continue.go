@@ -76,6 +76,7 @@ func newContinueCmd(d *deps, runF func(context.Context, *continueOptions) error)
 	f.IntVar(&opts.maxSteps, "max-steps", 0, "model calls of this continuation (default: the task's max steps)")
 	f.StringVar(&opts.prompt, "prompt", "", "more guidance for the agent as it goes on")
 	opts.model.register(cmd)
+	d.backend.register(cmd)
 	return cmd
 }
 

@@ -73,6 +73,7 @@ func newExecCmd(d *deps, runF func(context.Context, *execOptions, string) error)
 	addTaskDefaultFlags(cmd, &opts.defaults)
 	opts.model.register(cmd)
 	opts.policy.register(cmd)
+	d.backend.register(cmd)
 	cmd.MarkFlagRequired("repo")
 	return cmd
 }

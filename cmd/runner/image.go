@@ -53,6 +53,9 @@ its end is shown if the build fails.`,
 			if err := d.jsonUnsupported(cmd); err != nil {
 				return err
 			}
+			if err := d.backend.dockerOnly("runner image build", "build with Docker, then push the image to a registry the cluster pulls from or import it into the nodes' runtime (see Running on Kubernetes in the README)"); err != nil {
+				return err
+			}
 			opts.printer, opts.engine = d.printer, d.engine
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -64,6 +67,7 @@ its end is shown if the build fails.`,
 	f.StringVar(&opts.base, "base", "", "base `image` (the BASE_IMAGE build argument; default debian:bookworm-slim)")
 	f.StringVar(&opts.tag, "tag", sandbox.DefaultImage, "`name` of the image to build")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "show the build's output only if it fails")
+	f.StringVar(&d.backend.kind, "backend", "", "sandbox `backend`: docker only (images for a cluster are built with Docker and pushed)")
 	return cmd
 }
 
@@ -134,8 +138,9 @@ func newImageCheckCmd(d *deps, runF func(context.Context, *imageCheckOptions) er
 	opts := &imageCheckOptions{}
 	cmd := &cobra.Command{
 		Use:   "check",
-		Short: "Tell whether the sandbox image is present in the Docker engine",
-		Long: `Tell whether the engine has the sandbox image. Exit code 0 when it does, 2
+		Short: "Tell whether the sandbox image is present in the Docker engine (or the cluster)",
+		Long: `Tell whether the engine has the sandbox image; with --backend kubernetes,
+whether a pod of the image can start in the cluster. Exit code 0 when it does, 2
 (a configuration error) when it does not, with the command that builds it.
 With --json, print {"image": NAME, "present": BOOL}.`,
 		Args: cobra.NoArgs,
@@ -148,6 +153,7 @@ With --json, print {"image": NAME, "present": BOOL}.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.image, "image", sandbox.DefaultImage, "`name` of the image to look for")
+	d.backend.register(cmd)
 	return cmd
 }
 

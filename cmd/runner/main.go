@@ -17,6 +17,7 @@ import (
 	"github.com/runner-dev/runner/internal/egress"
 	"github.com/runner-dev/runner/internal/termsafe"
 	"github.com/runner-dev/runner/sandbox/channel"
+	"github.com/runner-dev/runner/sandbox/egressprobe"
 )
 
 func main() {
@@ -31,13 +32,18 @@ func main() {
 // proxy that a sandbox with an allowlist runs in a container of its own
 // (see package egress), and it is left out of the help. Nor is "runner
 // sandbox-channel": the helper each sandbox runs to serve its commands and
-// file operations over one stream (see package sandbox/channel).
+// file operations over one stream (see package sandbox/channel), nor
+// "runner egress-probe", which a sandbox of the Kubernetes backend runs to
+// prove it has no egress (see package sandbox/egressprobe).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "egress-proxy" {
 		return egress.Main(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == channel.Subcommand {
 		return channel.Main(stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == egressprobe.Subcommand {
+		return egressprobe.Main(args[1:])
 	}
 	ctx, stop := signalContext(context.Background())
 	defer stop()

@@ -20,11 +20,15 @@ type deps struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	// connect opens the sandbox backend (the Docker engine named by the
-	// environment: DOCKER_HOST...) and logs it; the caller closes it.
-	connect func(context.Context, *slog.Logger) (sandbox.Backend, error)
+	// connect opens the sandbox backend the flags choose (the Docker
+	// engine named by the environment: DOCKER_HOST..., or a Kubernetes
+	// cluster) and logs it; the caller closes it.
+	connect func(ctx context.Context, log *slog.Logger, b *backendFlags, getenv func(string) string) (sandbox.Backend, error)
 
 	globals globalFlags
+	// backend is set by the flags of the commands that start sandboxes
+	// (and by a task file's backend:).
+	backend backendFlags
 	// Set by setup, before a command's RunE runs.
 	printer *cli.Printer
 	log     *slog.Logger
@@ -66,12 +70,19 @@ func (d *deps) setup() error {
 
 // engine connects to the sandbox backend; the caller closes it.
 func (d *deps) engine(ctx context.Context) (sandbox.Backend, error) {
-	return d.connect(ctx, d.log)
+	if err := d.backend.check(); err != nil {
+		return nil, err
+	}
+	return d.connect(ctx, d.log, &d.backend, d.getenv)
 }
 
 // connectBackend is the one place that picks the sandbox backend: the
-// Docker engine of the environment.
-func connectBackend(ctx context.Context, log *slog.Logger) (sandbox.Backend, error) {
+// Docker engine of the environment, or the Kubernetes cluster of the
+// kubeconfig when b says so.
+func connectBackend(ctx context.Context, log *slog.Logger, b *backendFlags, getenv func(string) string) (sandbox.Backend, error) {
+	if b.kubernetes() {
+		return connectKubernetes(ctx, log, b, getenv)
+	}
 	e, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -123,6 +134,11 @@ Environment:
   DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_API_VERSION
                       the Docker engine to use (local socket by default;
                       tcp:// and ssh:// engines work too)
+  KUBECONFIG          the cluster of --backend kubernetes (else ~/.kube/config,
+                      else the pod's service account when runner runs in one)
+  RUNNER_POD_NAME, RUNNER_POD_UID
+                      the pod runner runs in (downward API): the cluster then
+                      collects its sandbox pods if runner dies
   RUNNER_LOG_LEVEL    default of --log-level
   JOB_COMPLETION_INDEX
                       the shard's index for run --shard auto/N (a

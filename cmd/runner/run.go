@@ -103,6 +103,7 @@ func newRunCmd(d *deps, runF func(context.Context, *runOptions, string) error) *
 	addTaskDefaultFlags(cmd, &opts.defaults)
 	opts.model.register(cmd)
 	opts.policy.register(cmd)
+	d.backend.register(cmd)
 	return cmd
 }
 
@@ -134,6 +135,9 @@ func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error 
 	if err != nil {
 		return err
 	}
+	if err := d.backend.fromQueue(q); err != nil {
+		return err
+	}
 	queue := q.Tasks
 	if opts.shard != nil {
 		if queue, err = shardQueue(d, opts, path, q.Tasks); err != nil || queue == nil {
@@ -148,6 +152,13 @@ func runFile(ctx context.Context, d *deps, opts *runOptions, path string) error 
 func runQueue(ctx context.Context, d *deps, opts *runOptions, queue []tasks.Task, a *attended) error {
 	if opts.events && d.globals.json {
 		return cli.Usagef("--events and --json both write to stdout; choose one")
+	}
+	if err := d.backend.check(); err != nil {
+		return err
+	}
+	// What the backend does not offer is refused before anything starts.
+	if err := d.backend.refuse(queue, opts.defaults.Image); err != nil {
+		return err
 	}
 	envLimit, err := parseCacheSize(opts.envCacheSize)
 	if err != nil {

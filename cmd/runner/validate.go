@@ -22,6 +22,9 @@ type validateOptions struct {
 	endpoint endpointCheck
 	// shard, when set (--shard), is the shard whose tasks validate lists.
 	shard *shard
+	// backend is --backend: the files are checked for it, as are those
+	// whose defaults name a backend.
+	backend string
 }
 
 func newValidateCmd(d *deps, runF func(context.Context, *validateOptions) error) *cobra.Command {
@@ -44,7 +47,7 @@ task's branch is not checked out in any worktree and has no ref in its way
 contacted.
 
 Exit code 2 when any file has a problem. With --json, print one JSON
-document: {"ok": BOOL, "files": [{"file", "ok", "format", "tasks", "problems", "warnings"}]}.
+document: {"ok": BOOL, "files": [{"file", "ok", "format", "backend", "tasks", "problems", "warnings"}]}.
 
 With --check-endpoint, also ask the model endpoint (--base-url, else
 $OPENAI_BASE_URL, else OpenAI) whether it answers and takes the key, as
@@ -59,6 +62,9 @@ split keeps together tasks that depend on each other.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.printer, opts.json, opts.files = d.printer, d.globals.json, args
 			opts.endpoint.complete(cmd.Context(), d.getenv)
+			if err := (&backendFlags{kind: opts.backend}).check(); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("shard") {
 				s, err := parseShard(shardFlag, d.getenv)
 				if err != nil {
@@ -74,6 +80,7 @@ split keeps together tasks that depend on each other.`,
 	}
 	opts.endpoint.register(cmd)
 	cmd.Flags().StringVar(&shardFlag, "shard", "", "list the tasks that shard `I/N` of runner run --shard takes; auto/N takes I from $"+shardIndexEnv)
+	cmd.Flags().StringVar(&opts.backend, "backend", "", "check the files for this sandbox `backend`: docker or kubernetes (default: each file's backend:, else docker)")
 	return cmd
 }
 
@@ -87,7 +94,9 @@ type fileCheck struct {
 	Warnings []problemView `json:"warnings,omitempty"`
 	// Shard lists the tasks the shard of --shard takes.
 	Shard *shardView `json:"shard,omitempty"`
-	queue *tasks.Queue
+	// Backend is the sandbox backend the file runs on.
+	Backend string `json:"backend,omitempty"`
+	queue   *tasks.Queue
 }
 
 // shardView is what a shard takes of a file's queue.
@@ -129,7 +138,7 @@ type problemView struct {
 // checkFile loads one task file and reports what it holds or what is wrong
 // with it, its local repositories included (see checkRepos). A file that
 // cannot be read is one problem.
-func checkFile(ctx context.Context, path string) fileCheck {
+func checkFile(ctx context.Context, path, backend string) fileCheck {
 	fc := fileCheck{File: path}
 	q, err := tasks.Load(ctx, path)
 	var invalid *tasks.ValidationError
@@ -143,10 +152,17 @@ func checkFile(ctx context.Context, path string) fileCheck {
 	}
 	repos := checkRepos(q.Tasks, true)
 	fc.Warnings = problemViews(repos.warnings)
+	b := &backendFlags{kind: backend}
+	if err := b.fromQueue(q); err != nil {
+		repos.problems = append(repos.problems, tasks.Problem{File: path, Line: q.BackendLine, Field: "backend", Msg: err.Error()})
+	} else {
+		repos.problems = append(repos.problems, b.refusals(q.Tasks, "")...)
+	}
 	if len(repos.problems) > 0 {
 		fc.Problems = problemViews(repos.problems)
 		return fc
 	}
+	fc.Backend = b.name()
 	fc.OK, fc.Format, fc.queue = true, q.Format, q
 	for _, t := range q.Tasks {
 		v := taskView{
@@ -192,7 +208,7 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 	checks := make([]fileCheck, len(opts.files))
 	bad, problems := 0, 0
 	for i, f := range opts.files {
-		checks[i] = checkFile(ctx, f)
+		checks[i] = checkFile(ctx, f, opts.backend)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -222,7 +238,11 @@ func runValidate(ctx context.Context, opts *validateOptions) error {
 				opts.printer.Warn("%s", w.text)
 			}
 			if c.OK {
-				opts.printer.Success("%s: %s", c.File, queueSummary(c.queue))
+				summary := queueSummary(c.queue)
+				if c.Backend != tasks.BackendDocker {
+					summary += "; backend " + c.Backend
+				}
+				opts.printer.Success("%s: %s", c.File, summary)
 				if c.Shard != nil {
 					ids := strings.Join(c.Shard.Tasks, ", ")
 					if ids == "" {

@@ -7,6 +7,9 @@
 #                  dies, the watchdog prints MARK:timeout on stderr and kills
 #                  every process of CMD. If the kernel killed a process for
 #                  memory meanwhile, the wrapper prints MARK:oom on stderr.
+#                  Last, it prints MARK:exit:CODE on stderr: a reader whose
+#                  stream a detached child keeps open learns from it that
+#                  the command is over, and its exit code.
 #   kill MARK      kills every process of the command marked MARK, wrapper
 #                  and watchdog included.
 #
@@ -158,6 +161,7 @@ run)
 	kill -TERM $w 2>/dev/null
 	# Quietly: some shells report a job that a signal ended.
 	wait $w 2>/dev/null
+	printf '%s:exit:%d\n' "$mark" "$rc" >&2
 	exit $rc
 	;;
 esac

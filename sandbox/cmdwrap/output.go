@@ -2,6 +2,7 @@ package cmdwrap
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/runner-dev/runner/sandbox"
 )
@@ -12,8 +13,13 @@ import (
 type Output struct {
 	stdout, stderr, combined *HeadTail
 	timeoutMark, oomMark     []byte
+	exitMark                 []byte
 	// TimedOut and OOMKilled are set when the wrapper's marks were seen.
 	TimedOut, OOMKilled bool
+	// ExitCode is the command's, once the wrapper's exit mark was seen
+	// (Exited is closed then).
+	ExitCode int
+	exited   chan struct{}
 }
 
 // NewOutput makes an Output that keeps max bytes of each view and looks for
@@ -25,8 +31,14 @@ func NewOutput(max int, mark string) *Output {
 		combined:    NewHeadTail(max),
 		timeoutMark: []byte(mark + ":timeout\n"),
 		oomMark:     []byte(mark + ":oom\n"),
+		exitMark:    []byte(mark + ":exit:"),
+		exited:      make(chan struct{}),
 	}
 }
+
+// Exited is closed when the wrapper said that the command is over: what
+// still holds its output open is a process the command left behind.
+func (o *Output) Exited() <-chan struct{} { return o.exited }
 
 type streamWriter struct {
 	o      *Output
@@ -48,6 +60,7 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	if w.stderr {
 		p = cut(p, w.o.timeoutMark, &w.o.TimedOut)
 		p = cut(p, w.o.oomMark, &w.o.OOMKilled)
+		p = w.o.cutExit(p)
 	}
 	w.stream.Write(p)
 	w.o.combined.Write(p)
@@ -74,4 +87,28 @@ func cut(p, mark []byte, seen *bool) []byte {
 	}
 	*seen = true
 	return append(p[:i:i], p[i+len(mark):]...)
+}
+
+// cutExit removes the exit mark (MARK:exit:CODE\n) from p and records it.
+func (o *Output) cutExit(p []byte) []byte {
+	i := bytes.Index(p, o.exitMark)
+	if i < 0 {
+		return p
+	}
+	rest := p[i+len(o.exitMark):]
+	j := bytes.IndexByte(rest, '\n')
+	if j < 0 {
+		return p
+	}
+	code, err := strconv.Atoi(string(rest[:j]))
+	if err != nil {
+		return p
+	}
+	select {
+	case <-o.exited:
+	default:
+		o.ExitCode = code
+		close(o.exited)
+	}
+	return append(p[:i:i], rest[j+1:]...)
 }

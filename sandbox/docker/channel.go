@@ -19,6 +19,7 @@ import (
 
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/sandbox/channel"
+	"github.com/runner-dev/runner/sandbox/fileops"
 )
 
 // The channel: with a helper binary (UseChannel), every sandbox gets it
@@ -69,10 +70,10 @@ var errNoReply = errors.New("no reply in time")
 // channelState is a sandbox's channel, once started.
 type channelState struct {
 	mu       sync.Mutex
-	client   *channel.Client // nil when down or never up
-	notice   string          // for the next ExecResult
-	fellBack bool            // the channel ended, or never started
-	stderr   *limitedBuffer  // what the helper said on stderr
+	client   *channel.Client        // nil when down or never up
+	notice   string                 // for the next ExecResult
+	fellBack bool                   // the channel ended, or never started
+	stderr   *fileops.LimitedBuffer // what the helper said on stderr
 }
 
 // startChannel copies the helper in and starts it. A failure leaves the
@@ -81,7 +82,7 @@ func (d *Sandbox) startChannel(ctx context.Context) {
 	if d.e.channelHelper == "" {
 		return
 	}
-	d.ch = &channelState{stderr: &limitedBuffer{max: 4 << 10}}
+	d.ch = &channelState{stderr: &fileops.LimitedBuffer{Max: 4 << 10}}
 	c, err := d.dialChannel(ctx)
 	if err != nil {
 		d.channelDown(fmt.Errorf("start the command channel: %w", err))
@@ -139,7 +140,7 @@ func (d *Sandbox) dialChannel(ctx context.Context) (*channel.Client, error) {
 	c, err := channel.Dial(ctx, out, hijackedCloser{att})
 	if err != nil {
 		att.Close()
-		return nil, fmt.Errorf("%w (helper said: %q)", err, stderr.buf.String())
+		return nil, fmt.Errorf("%w (helper said: %q)", err, stderr.Buf.String())
 	}
 	go func() {
 		<-c.Down()

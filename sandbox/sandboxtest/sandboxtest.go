@@ -70,6 +70,16 @@ type Caps struct {
 	// Leftovers: Cleanup removes the sandboxes of a dead owner and keeps a
 	// live one's.
 	Leftovers bool
+	// NetworkByPolicy: network "none" is a policy around the sandbox's
+	// network interface (Kubernetes: a deny-all egress NetworkPolicy)
+	// rather than no interface at all: the sandbox has one besides lo, and
+	// every probe must still fail.
+	NetworkByPolicy bool
+	// PidsByCluster: Config.Pids is not applied to each sandbox; the
+	// cluster caps processes (Kubernetes: the kubelet's podPidsLimit). A
+	// fork loop is then not seen to fail a fork, but its timeout still
+	// kills every process it started.
+	PidsByCluster bool
 }
 
 // Run runs the suite against tg, as subtests of t.

@@ -1,4 +1,4 @@
-package docker
+package fileops
 
 import (
 	"archive/tar"
@@ -67,10 +67,10 @@ func TestWorkspaceTar(t *testing.T) {
 	}
 
 	var out writeCounter
-	if err := writeWorkspaceTar(&out, dir, 1000, 1001, tarLayout{root: "workspace", home: "home/sandbox"}); err != nil {
+	if err := WriteWorkspaceTar(&out, dir, 1000, 1001, TarLayout{Root: "workspace", Home: "home/sandbox"}); err != nil {
 		t.Fatal(err)
 	}
-	if max := out.Len()/tarBuffer + 1; out.writes > max {
+	if max := out.Len()/TarBuffer + 1; out.writes > max {
 		t.Errorf("stream of %d bytes in %d writes, want at most %d", out.Len(), out.writes, max)
 	}
 

@@ -1,0 +1,139 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/runner-dev/runner/sandbox"
+)
+
+// Cleanup deletes the pods (and network policies) of runs that are over,
+// by the rules of sandbox.Leftover.Reason; see sandbox.Backend.
+func (b *Backend) Cleanup(ctx context.Context, dryRun bool) (sandbox.CleanupReport, error) {
+	now := time.Now()
+	return b.removeWhere(ctx, "", dryRun, func(l sandbox.Leftover) string { return l.Reason(now) })
+}
+
+// RemoveRun deletes every pod and policy of run runID, whatever its state.
+func (b *Backend) RemoveRun(ctx context.Context, runID string) (sandbox.CleanupReport, error) {
+	return b.removeWhere(ctx, LabelRun+"="+labelValue(runID), false, func(sandbox.Leftover) string { return "run " + runID + " ended" })
+}
+
+// List returns runner's sandbox pods (of every run).
+func (b *Backend) List(ctx context.Context) ([]sandbox.Leftover, error) {
+	var out []sandbox.Leftover
+	_, err := b.removeWhere(ctx, "", true, func(l sandbox.Leftover) string {
+		out = append(out, l)
+		return ""
+	})
+	return out, err
+}
+
+// removeWhere deletes runner's pods (narrowed by the label selector extra)
+// for which why returns a reason, with their policies, and then the
+// policies whose pod is gone by the same rules.
+func (b *Backend) removeWhere(ctx context.Context, extra string, dryRun bool, why func(sandbox.Leftover) string) (sandbox.CleanupReport, error) {
+	sel := LabelTool + "=" + toolName
+	if extra != "" {
+		sel += "," + extra
+	}
+	pods, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return sandbox.CleanupReport{}, b.explain("list sandbox pods", "pods", err)
+	}
+	var rep sandbox.CleanupReport
+	var errs []string
+	live := map[string]bool{}
+	for _, p := range pods.Items {
+		l := leftover(p.ObjectMeta, podState(&p))
+		l.Why = why(l)
+		if l.Why == "" {
+			rep.Kept = append(rep.Kept, l)
+			live[p.Name] = true
+			continue
+		}
+		if dryRun {
+			rep.Removed = append(rep.Removed, l)
+			continue
+		}
+		err := b.cs.CoreV1().Pods(b.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Sprintf("pod %s: %v", p.Name, b.explain("delete", "pods", err)))
+			live[p.Name] = true
+			continue
+		}
+		rep.Removed = append(rep.Removed, l)
+	}
+	if dryRun {
+		return rep, nil
+	}
+	pols, err := b.cs.NetworkingV1().NetworkPolicies(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return rep, errors.Join(joinErrs(errs), b.explain("list network policies", "networkpolicies", err))
+	}
+	for _, p := range pols.Items {
+		// A policy goes with its pod; one whose pod is gone (a Start that
+		// died between the two) by the same rules as a stopped pod.
+		if live[p.Name] {
+			continue
+		}
+		if !podExists(pods.Items, p.Name) && why(leftover(p.ObjectMeta, "policy")) == "" {
+			continue
+		}
+		err := b.cs.NetworkingV1().NetworkPolicies(b.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Sprintf("network policy %s: %v", p.Name, b.explain("delete", "networkpolicies", err)))
+		}
+	}
+	return rep, joinErrs(errs)
+}
+
+func podExists(pods []corev1.Pod, name string) bool {
+	for i := range pods {
+		if pods[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func joinErrs(errs []string) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("remove sandboxes: %s", strings.Join(errs, "; "))
+}
+
+// leftover describes a pod or policy from its metadata; a damaged record
+// has a zero Deadline.
+func leftover(m metav1.ObjectMeta, state string) sandbox.Leftover {
+	owner, deadline, ok := ownerFromMeta(m.Labels, m.Annotations)
+	if !ok {
+		deadline = time.Time{}
+	}
+	task := m.Annotations[AnnotationTask]
+	if task == "" {
+		task = m.Labels[LabelTask]
+	}
+	return sandbox.Leftover{
+		ID: string(m.UID), Name: m.Name, Run: m.Labels[LabelRun], Task: task,
+		Owner: owner, Deadline: deadline, State: state,
+	}
+}
+
+// podState maps a pod's phase to Leftover.State: "running" while its
+// processes may run.
+func podState(p *corev1.Pod) string {
+	switch p.Status.Phase {
+	case corev1.PodRunning, corev1.PodPending:
+		return sandbox.StateRunning
+	}
+	return strings.ToLower(string(p.Status.Phase))
+}
