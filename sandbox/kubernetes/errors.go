@@ -25,7 +25,7 @@ func (b *Backend) explain(op, resource string, err error) error {
 		return nil
 	case apierrors.IsForbidden(err) && isQuota(err):
 		return &refusal{fmt.Sprintf("%s in namespace %s: a resource quota or limit range refuses it: %v", op, b.namespace, err)}
-	case apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err) || isForbiddenText(err):
 		return &refusal{fmt.Sprintf("%s: RBAC forbids %s on %s in namespace %s for this account (see the Role in the README): %v",
 			op, verbOf(err), resource, b.namespace, err)}
 	case apierrors.IsUnauthorized(err):
@@ -76,4 +76,11 @@ func (r *refusal) Unwrap() error { return sandbox.ErrRefused }
 // refused makes a refusal from a format.
 func refused(format string, args ...any) error {
 	return &refusal{msg: fmt.Sprintf(format, args...)}
+}
+
+// isForbiddenText tells an RBAC refusal that reached the client as the text
+// of a failed stream upgrade (SPDY's, which is not a StatusError).
+func isForbiddenText(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, " is forbidden: ") && strings.Contains(msg, " cannot ")
 }
