@@ -122,8 +122,12 @@ func leftover(m metav1.ObjectMeta, state string) sandbox.Leftover {
 	if task == "" {
 		task = m.Labels[LabelTask]
 	}
+	run := m.Annotations[AnnotationRun]
+	if run == "" {
+		run = m.Labels[LabelRun]
+	}
 	return sandbox.Leftover{
-		ID: string(m.UID), Name: m.Name, Run: m.Labels[LabelRun], Task: task,
+		ID: string(m.UID), Name: m.Name, Run: run, Task: task,
 		Owner: owner, Deadline: deadline, State: state,
 	}
 }

@@ -58,8 +58,8 @@ func (s *Sandbox) proveNoEgress(ctx context.Context) error {
 			break
 		}
 		if time.Now().After(until) {
-			return fmt.Errorf("start sandbox: %w: the cluster does not enforce NetworkPolicy egress rules: a network:none pod reached %s; use a CNI that enforces them, or network: bridge",
-				sandbox.ErrRefused, strings.Join(reached, ", "))
+			return refused("start sandbox: the cluster does not enforce NetworkPolicy egress rules: a network:none pod reached %s (tried for %s); use a CNI that enforces them, or network: bridge",
+				strings.Join(reached, ", "), policySettle)
 		}
 		select {
 		case <-ctx.Done():

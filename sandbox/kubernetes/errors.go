@@ -24,14 +24,14 @@ func (b *Backend) explain(op, resource string, err error) error {
 	case err == nil:
 		return nil
 	case apierrors.IsForbidden(err) && isQuota(err):
-		return fmt.Errorf("%s in namespace %s: a resource quota refuses it: %w: %w", op, b.namespace, sandbox.ErrRefused, err)
-	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%s: RBAC forbids %s on %s in namespace %s for this account (see the Role in the README): %w: %w",
-			op, verbOf(err), resource, b.namespace, sandbox.ErrRefused, err)
+		return &refusal{fmt.Sprintf("%s in namespace %s: a resource quota or limit range refuses it: %v", op, b.namespace, err)}
+	case apierrors.IsForbidden(err) || isForbiddenText(err):
+		return &refusal{fmt.Sprintf("%s: RBAC forbids %s on %s in namespace %s for this account (see the Role in the README): %v",
+			op, verbOf(err), resource, b.namespace, err)}
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%s: the API server at %s does not accept the credentials: %w", op, b.rc.Host, err)
 	case apierrors.IsInvalid(err):
-		return fmt.Errorf("%s: %w: %w", op, sandbox.ErrRefused, err)
+		return &refusal{fmt.Sprintf("%s: the API server refuses the sandbox's settings: %v", op, err)}
 	case errors.As(err, &opErr), errors.As(err, &netErr):
 		return fmt.Errorf("%s: %w at %s: %w", op, ErrUnreachable, b.rc.Host, err)
 	}
@@ -64,4 +64,23 @@ func containsAny(s string, subs ...string) bool {
 		}
 	}
 	return false
+}
+
+// refusal is an error of the backend's own words that callers still see as
+// sandbox.ErrRefused.
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string { return r.msg }
+func (r *refusal) Unwrap() error { return sandbox.ErrRefused }
+
+// refused makes a refusal from a format.
+func refused(format string, args ...any) error {
+	return &refusal{msg: fmt.Sprintf(format, args...)}
+}
+
+// isForbiddenText tells an RBAC refusal that reached the client as the text
+// of a failed stream upgrade (SPDY's, which is not a StatusError).
+func isForbiddenText(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, " is forbidden: ") && strings.Contains(msg, " cannot ")
 }

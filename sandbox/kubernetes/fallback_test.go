@@ -35,6 +35,8 @@ func newUpgradeProxy(t *testing.T) *upgradeProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// HTTP/1.1 to the API server: an upgrade cannot cross HTTP/2.
+	rc.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	tr, err := rest.TransportFor(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,10 @@ func TestExecFallsBackToSPDYOnlyOnUpgradeFailure(t *testing.T) {
 
 	p.refuseWS.Store(true)
 	ws0, spdy0 = p.ws.Load(), p.spdy.Load()
-	res = run(t, sb, count, sandbox.ExecOptions{})
+	res, err = sb.Exec(ctx, count, sandbox.ExecOptions{})
+	if err != nil {
+		t.Fatalf("Exec with WebSocket refused (%d WebSocket, %d SPDY upgrades seen): %v", p.ws.Load()-ws0, p.spdy.Load()-spdy0, err)
+	}
 	if res.ExitCode != 3 || strings.TrimSpace(res.Stdout) != "2" {
 		t.Errorf("after the fallback: exit %d, runs %q; want exit 3 after the second run", res.ExitCode, res.Stdout)
 	}

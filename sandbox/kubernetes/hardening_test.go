@@ -104,10 +104,10 @@ func TestMissingImageIsImageError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	begin := time.Now()
-	_, err := b.Start(ctx, sandbox.Config{Image: "runner-no-such-image:1", Network: "bridge", RunID: runID, TaskID: "missing-image"})
+	_, startErr := b.Start(ctx, sandbox.Config{Image: "runner-no-such-image:1", Network: "bridge", RunID: runID, TaskID: "missing-image"})
 	var ie *sandbox.ImageError
-	if !errors.As(err, &ie) || !errors.Is(err, sandbox.ErrImageNotFound) {
-		t.Fatalf("Start: %v, want an ImageError", err)
+	if !errors.As(startErr, &ie) || !errors.Is(startErr, sandbox.ErrImageNotFound) {
+		t.Fatalf("Start: %v, want an ImageError", startErr)
 	}
 	if took := time.Since(begin); took > 45*time.Second {
 		t.Errorf("took %s to tell", took)
@@ -121,7 +121,7 @@ func TestMissingImageIsImageError(t *testing.T) {
 			t.Errorf("pod %s left behind", p.Name)
 		}
 	}
-	if !strings.Contains(err.Error(), "runner-no-such-image:1") {
-		t.Errorf("error %q does not name the image", err)
+	if !strings.Contains(startErr.Error(), "runner-no-such-image:1") {
+		t.Errorf("error %q does not name the image", startErr)
 	}
 }

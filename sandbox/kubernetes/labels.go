@@ -20,6 +20,7 @@ const (
 	LabelTask    = "dev.runner.task"
 	LabelSandbox = "dev.runner.sandbox" // the pod's name: its policy selects it
 
+	AnnotationRun       = "dev.runner.run"
 	AnnotationTask      = "dev.runner.task"
 	AnnotationOwnerHost = "dev.runner.owner.host"
 	AnnotationOwnerPID  = "dev.runner.owner.pid"
@@ -39,6 +40,7 @@ func labels(c sandbox.Config, name string) map[string]string {
 
 func annotations(c sandbox.Config, owner sandbox.Owner, deadline time.Time) map[string]string {
 	return map[string]string{
+		AnnotationRun:       c.RunID,
 		AnnotationTask:      c.TaskID,
 		AnnotationOwnerHost: owner.Host,
 		AnnotationOwnerPID:  strconv.Itoa(owner.PID),

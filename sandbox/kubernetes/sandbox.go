@@ -65,11 +65,11 @@ func (b *Backend) StartPod(ctx context.Context, cfg sandbox.Config) (*Sandbox, e
 			return nil, err
 		}
 		if !contains(rts, cfg.Runtime) {
-			return nil, fmt.Errorf("start sandbox: runtime %q: %w: the cluster has no such RuntimeClass (it has %s)", cfg.Runtime, sandbox.ErrRefused, strings.Join(rts[1:], ", "))
+			return nil, refused("start sandbox: runtime %q: the cluster has no such RuntimeClass (it has %q)", cfg.Runtime, rts[1:])
 		}
 	}
 	if cfg.Network == "none" && b.opt.Helper == "" {
-		return nil, fmt.Errorf("start sandbox: network none: %w: no egress probe helper is configured, so the sandbox's lack of egress cannot be proven (give one, or use network: bridge)", sandbox.ErrRefused)
+		return nil, refused("start sandbox: network none: no egress probe helper is configured, so the sandbox's lack of egress cannot be proven (give one, or use network: bridge)")
 	}
 	deadline := time.Now().Add(cfg.Lifetime)
 	name := podName(cfg)
@@ -162,7 +162,7 @@ func runState(pod *corev1.Pod, image string) (bool, error) {
 			case imageFailures[w.Reason]:
 				return true, fmt.Errorf("start sandbox: the cluster cannot get the image (%s: %s): %w", w.Reason, w.Message, &sandbox.ImageError{Image: image})
 			case w.Reason == "CreateContainerConfigError" || w.Reason == "CreateContainerError" || w.Reason == "RunContainerError":
-				return true, fmt.Errorf("start sandbox: pod %s: %s: %s: %w", pod.Name, w.Reason, w.Message, sandbox.ErrRefused)
+				return true, refused("start sandbox: pod %s: %s: %s", pod.Name, w.Reason, w.Message)
 			}
 		}
 		if t := c.State.Terminated; t != nil && (t.ExitCode != 0 || c.Name == containerName) {

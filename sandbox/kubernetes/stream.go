@@ -9,10 +9,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // prelude runs before every command of the sandbox, as sh -c prelude
@@ -38,7 +38,9 @@ func (s *Sandbox) command(dir string, env []string, argv ...string) []string {
 // executor makes the stream of one exec of argv: WebSocket first, SPDY
 // only when the upgrade to WebSocket fails (an older server, a proxy that
 // does not pass it), as kubectl does; never after the command started,
-// which would run it twice.
+// which would run it twice. The upgrade error is client-go's own, from
+// k8s.io/streaming (apimachinery's httpstream has a type of the same name
+// that client-go no longer returns).
 func (b *Backend) executor(pod string, argv []string, stdin bool) (remotecommand.Executor, error) {
 	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
