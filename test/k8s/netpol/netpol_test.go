@@ -307,7 +307,8 @@ func podExec(ctx context.Context, client *kubernetes.Clientset, cfg *rest.Config
 	if err != nil {
 		return "", err
 	}
-	var out bytes.Buffer
-	err = exe.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
-	return out.String(), err
+	// Two buffers: the executor copies the two streams concurrently.
+	var stdout, stderr bytes.Buffer
+	err = exe.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String() + stderr.String(), err
 }
