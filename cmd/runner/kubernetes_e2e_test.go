@@ -149,9 +149,10 @@ tasks:
 	noLeftovers(t, pid) // and it made no Docker container
 }
 
-// A runner killed with SIGKILL while its sandboxes run leaves its pods;
-// runner cleanup --backend kubernetes removes them, and kubectl then lists
-// no pod and no policy of that run.
+// A runner killed with SIGKILL while its sandboxes run leaves its pods
+// and the egress policy of the one with network none; runner cleanup
+// --backend kubernetes removes them, and kubectl then lists no pod and no
+// policy of that run.
 func TestKilledRunnerOnKubernetesIsCleanedUp(t *testing.T) {
 	image := k8stest.Image(t)
 	repo, _ := sourceRepo(t, map[string]string{"a.txt": "a\n"})
@@ -166,7 +167,7 @@ func TestKilledRunnerOnKubernetesIsCleanedUp(t *testing.T) {
 defaults: {repo: %s, image: %s, network: bridge}
 tasks:
   - {id: held-1, prompt: "Wait."}
-  - {id: held-2, prompt: "Wait too."}
+  - {id: held-2, prompt: "Wait too.", network: none}
 `, repo, image))
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := kubeRunnerCmd(t, srv, append([]string{"run", file, "--out", out, "-j", "2"}, kubeFlags(t)...)...)
@@ -190,6 +191,10 @@ tasks:
 	cmd.Wait()
 	if n := len(ownedObjects(t, "pods", pid)); n != 2 {
 		t.Fatalf("kubectl lists %d pods of the killed run, want its 2 (stderr: %s)", n, stderr.String())
+	}
+	// held-2 runs with network: none, held by a deny-all egress policy.
+	if n := len(ownedObjects(t, "networkpolicies", pid)); n != 1 {
+		t.Fatalf("kubectl lists %d network policies of the killed run, want held-2's (stderr: %s)", n, stderr.String())
 	}
 
 	res := runBinaryEnv(t, []string{"KUBECONFIG=" + k8stest.Kubeconfig(t)}, append([]string{"cleanup", "--json"}, kubeFlags(t)[:4]...)...)
