@@ -8,12 +8,15 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -99,13 +102,43 @@ func Connect(ctx context.Context, opt Options) (*Backend, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if _, err := cs.Discovery().ServerVersion(); err != nil {
+	if _, err := b.serverVersion(ctx); err != nil {
 		return nil, b.explain("reach the API server", "", err)
 	}
 	if _, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		return nil, b.explain("list pods", "pods", err)
 	}
+	if o := opt.OwnerPod; o != nil {
+		// Owner references do not cross namespaces: the garbage collector
+		// would take a sandbox whose owner is elsewhere for an orphan and
+		// delete it at once.
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, o.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("kubernetes: runner's own pod %s (RUNNER_POD_NAME) is not in namespace %s: the sandboxes' owner must be in their namespace; run runner there, or leave RUNNER_POD_NAME and RUNNER_POD_UID unset", o.Name, ns)
+		}
+		if err != nil {
+			return nil, b.explain("get runner's own pod "+o.Name, "pods", err)
+		}
+		if string(pod.UID) != o.UID {
+			return nil, fmt.Errorf("kubernetes: runner's own pod %s in namespace %s has uid %s, not %s (RUNNER_POD_UID)", o.Name, ns, pod.UID, o.UID)
+		}
+	}
 	return b, nil
+}
+
+// serverVersion asks the API server for its version, within ctx (the
+// discovery client's own call takes no context and could wait forever on
+// a server that accepts connections but never answers).
+func (b *Backend) serverVersion(ctx context.Context) (*version.Info, error) {
+	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var v version.Info
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("the API server's version: %w", err)
+	}
+	return &v, nil
 }
 
 func describeKubeconfig(p string) string {
@@ -144,7 +177,7 @@ func (b *Backend) CheckImage(ctx context.Context, ref string) error { return nil
 // Info describes the cluster: the API server's URL and version, and the
 // RuntimeClasses a sandbox may name ("" is the nodes' default).
 func (b *Backend) Info(ctx context.Context) (sandbox.Info, error) {
-	v, err := b.cs.Discovery().ServerVersion()
+	v, err := b.serverVersion(ctx)
 	if err != nil {
 		return sandbox.Info{}, b.explain("describe the cluster", "", err)
 	}

@@ -63,9 +63,8 @@ func (b *Backend) removeWhere(ctx context.Context, extra string, dryRun bool, wh
 			rep.Removed = append(rep.Removed, l)
 			continue
 		}
-		err := b.cs.CoreV1().Pods(b.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Sprintf("pod %s: %v", p.Name, b.explain("delete", "pods", err)))
+		if err := b.deletePod(ctx, p.Name); err != nil {
+			errs = append(errs, err.Error())
 			live[p.Name] = true
 			continue
 		}
@@ -73,6 +72,19 @@ func (b *Backend) removeWhere(ctx context.Context, extra string, dryRun bool, wh
 	}
 	if dryRun {
 		return rep, nil
+	}
+	// A policy goes only once its pod is gone from the node.
+	var removed []string
+	for _, l := range rep.Removed {
+		removed = append(removed, l.Name)
+	}
+	wctx, cancel := context.WithTimeout(ctx, podGoneTimeout)
+	defer cancel()
+	if err := b.waitPodsGone(wctx, removed...); err != nil {
+		errs = append(errs, err.Error())
+		for _, n := range removed {
+			live[n] = true
+		}
 	}
 	pols, err := b.cs.NetworkingV1().NetworkPolicies(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
@@ -140,4 +152,45 @@ func podState(p *corev1.Pod) string {
 		return sandbox.StateRunning
 	}
 	return strings.ToLower(string(p.Status.Phase))
+}
+
+// deletePod asks for pod name's deletion with the pod's own short grace
+// period (TerminationGracePeriodSeconds), so that the node ends its
+// processes before the API forgets the pod. A pod already gone is not an
+// error.
+func (b *Backend) deletePod(ctx context.Context, name string) error {
+	err := b.cs.CoreV1().Pods(b.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return b.explain("delete pod "+name, "pods", err)
+	}
+	return nil
+}
+
+// podGonePoll is how often waitPodsGone asks; podGoneTimeout bounds
+// Cleanup's wait for the pods it deleted.
+const (
+	podGonePoll    = 250 * time.Millisecond
+	podGoneTimeout = time.Minute
+)
+
+// waitPodsGone waits until none of the named pods exists any more, that is
+// until the node has ended their processes, or ctx ends.
+func (b *Backend) waitPodsGone(ctx context.Context, names ...string) error {
+	for _, name := range names {
+		for {
+			_, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if err != nil && ctx.Err() == nil {
+				return b.explain("get pod "+name, "pods", err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("pod %s is still being deleted: %w", name, ctx.Err())
+			case <-time.After(podGonePoll):
+			}
+		}
+	}
+	return nil
 }

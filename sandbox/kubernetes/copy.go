@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/internal/panics"
@@ -67,7 +68,7 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
 	go func() {
 		var errOut tail
-		code, err := s.stream(context.WithoutCancel(ctx), s.command(sandbox.Workdir, nil, "tar", "-cf", "-", "."), nil, pw, &errOut)
+		code, err := s.stream(context.WithoutCancel(ctx), s.command(sandbox.Workdir, nil, "sh", "-c", readableTarScript), nil, pw, &errOut)
 		switch {
 		case err != nil:
 			err = fmt.Errorf("snapshot: %w", s.execError(ctx, "copy workspace out", err))
@@ -78,6 +79,16 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	}()
 	return pr, nil
 }
+
+// readableTarScript writes the workspace as a tar on stdout. tar runs as
+// the sandbox user, not as root as the Docker engine's copy does, so a
+// file or directory the agent made unreadable to its owner would fail the
+// whole snapshot: every entry is first given back its owner's read (and,
+// for directories, search) permission, which git does not record; the
+// executable bits are left as they are. No process runs any more.
+const readableTarScript = `find . -type d ! -perm -u=rx -exec chmod u+rx {} \; 2>/dev/null
+find . ! -type l ! -type d ! -perm -u=r -exec chmod u+r {} + 2>/dev/null
+exec tar -cf - .`
 
 // freezeScript kills every process but PID 1 and itself, as the sandbox
 // user (kill -1 spares PID 1 and the caller), until /proc shows none alive:
@@ -101,10 +112,17 @@ while :; do
 	[ "$n" -lt 2000 ] || { echo "processes survive kill -KILL -1" >&2; exit 1; }
 done`
 
-// tail keeps the last 4 KiB written to it, for messages.
-type tail struct{ b []byte }
+// tail keeps the last 4 KiB written to it, for messages. It may serve as
+// both stdout and stderr of one stream, which client-go copies from two
+// goroutines.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
 
 func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > 4<<10 {
 		t.b = t.b[len(t.b)-4<<10:]
@@ -112,7 +130,11 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tail) String() string { return string(t.b) }
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
 
 // Checkpoint copies the workspace aside inside the sandbox (see
 // fileops.CheckpointScript).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/sandbox/egressprobe"
@@ -40,6 +41,9 @@ func (s *Sandbox) proveNoEgress(ctx context.Context) error {
 		return fmt.Errorf("start sandbox: copy the egress probe helper in: exit code %d: %s", code, strings.TrimSpace(out.String()))
 	}
 	addrs := s.b.probeAddrs(ctx)
+	if a := s.serviceAddr(ctx); a != "" && !contains(addrs, a) {
+		addrs = append(addrs, a)
+	}
 	until := time.Now().Add(policySettle)
 	for {
 		var stdout, stderr tail
@@ -76,7 +80,10 @@ func (s *Sandbox) proveNoEgress(ctx context.Context) error {
 // configured outside addresses.
 func (b *Backend) probeAddrs(ctx context.Context) []string {
 	var addrs []string
-	if u, err := url.Parse(b.rc.Host); err == nil && u.Host != "" {
+	// A loopback address (kind, minikube, a tunnel, kubectl proxy) means
+	// the pod's own loopback from inside: proving nothing, it is left out;
+	// the kubernetes service's address, as the pod sees it, stands in.
+	if u, err := url.Parse(b.rc.Host); err == nil && u.Host != "" && !isLoopback(u.Hostname()) {
 		host, port := u.Hostname(), u.Port()
 		if port == "" {
 			port = "443"
@@ -95,4 +102,57 @@ func (b *Backend) probeAddrs(ctx context.Context) []string {
 		}
 	}
 	return addrs
+}
+
+// noOtherPolicyOpens refuses a network:none sandbox whose pod (labels
+// podLabels) another NetworkPolicy of the namespace selects with rules of
+// its own: policies add up, so a rule that lets anything in or out (the
+// common "allow DNS" for every pod) would open what the sandbox's deny-all
+// closes, and the probe cannot try every port and protocol.
+func (b *Backend) noOtherPolicyOpens(ctx context.Context, podLabels map[string]string, own string) error {
+	pols, err := b.cs.NetworkingV1().NetworkPolicies(b.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return b.explain("list network policies", "networkpolicies", err)
+	}
+	var open []string
+	for _, p := range pols.Items {
+		if p.Name == own || len(p.Spec.Egress) == 0 && len(p.Spec.Ingress) == 0 {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil || sel.Matches(k8slabels.Set(podLabels)) {
+			open = append(open, p.Name)
+		}
+	}
+	if len(open) > 0 {
+		return refused("start sandbox: network none: the network policies %s of namespace %s also select the sandbox's pods and allow traffic, which a deny-all policy cannot take back; use a namespace where no policy with rules selects every pod, or network: bridge",
+			strings.Join(open, ", "), b.namespace)
+	}
+	return nil
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serviceAddr is the API server's address as the pod sees it: the
+// kubernetes service, which the kubelet gives every container as
+// KUBERNETES_SERVICE_HOST and _PORT. It is read from inside before any
+// agent process exists; "" when the pod has none.
+func (s *Sandbox) serviceAddr(ctx context.Context) string {
+	var out, errOut tail
+	code, err := s.stream(ctx, s.command(sandbox.Workdir, nil, "sh", "-c", `printf '%s:%s' "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT"`), nil, &out, &errOut)
+	if err != nil || code != 0 {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(strings.TrimSpace(out.String()))
+	if err != nil || net.ParseIP(host) == nil || port == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -177,8 +177,9 @@ func resources(cfg sandbox.Config) corev1.ResourceRequirements {
 	return r
 }
 
-// policySpec denies every egress of the pod name: a policy of type Egress
-// with no rule allows nothing.
+// policySpec denies every egress and every ingress of the pod name: a
+// policy of types Egress and Ingress with no rule allows nothing. Ingress
+// too, or another pod could connect in and use the connection both ways.
 func (b *Backend) policySpec(cfg sandbox.Config, name string, deadline time.Time) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
@@ -190,7 +191,7 @@ func (b *Backend) policySpec(cfg sandbox.Config, name string, deadline time.Time
 		},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelSandbox: name}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
 		},
 	}
 }

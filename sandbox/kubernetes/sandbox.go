@@ -86,6 +86,9 @@ func (b *Backend) StartPod(ctx context.Context, cfg sandbox.Config) (*Sandbox, e
 		if _, err := b.cs.NetworkingV1().NetworkPolicies(b.namespace).Create(ctx, b.policySpec(cfg, name, deadline), metav1.CreateOptions{}); err != nil {
 			return nil, b.explain("create network policy "+name, "networkpolicies", err)
 		}
+		if err := b.noOtherPolicyOpens(ctx, labels(cfg, name), name); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, b.podSpec(cfg, name, deadline), metav1.CreateOptions{}); err != nil {
 		return nil, b.explain("create pod "+name, "pods", err)
@@ -222,11 +225,14 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
 		var errs []error
-		err := s.b.cs.CoreV1().Pods(s.b.namespace).Delete(ctx, s.name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, s.b.explain("delete pod "+s.name, "pods", err))
-		}
-		if s.policy {
+		// The policy goes only once the pod is gone from the node: a pod
+		// whose deletion failed, or whose processes still run, keeps its
+		// network held (Cleanup removes the pair later).
+		if err := s.b.deletePod(ctx, s.name); err != nil {
+			errs = append(errs, err)
+		} else if err := s.b.waitPodsGone(ctx, s.name); err != nil {
+			errs = append(errs, err)
+		} else if s.policy {
 			err := s.b.cs.NetworkingV1().NetworkPolicies(s.b.namespace).Delete(ctx, s.name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, s.b.explain("delete network policy "+s.name, "networkpolicies", err))

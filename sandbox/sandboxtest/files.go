@@ -156,6 +156,20 @@ func testSnapshot(t *testing.T, tg Target) {
 	}
 }
 
+// A file and a directory the agent made unreadable, even to itself, are in
+// the snapshot with their content: the agent cannot make the snapshot, and
+// so the whole task's work, fail.
+func testSnapshotUnreadable(t *testing.T, tg Target) {
+	sb := tg.start(t, sandbox.Config{})
+	output(t, sb, "mkdir locked && echo kept-work >locked/f && echo more >shut && chmod 000 shut locked/f locked")
+	got := snapshot(t, sb)
+	for _, want := range []string{"./locked/f ", `"kept-work\n"`, "./shut ", `"more\n"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("snapshot lacks %s:\n%s", want, got)
+		}
+	}
+}
+
 // snapshot describes the entries of a snapshot, sorted: name, type flag,
 // permission bits, owner, and the link target or the content.
 func snapshot(t *testing.T, sb sandbox.Sandbox) string {

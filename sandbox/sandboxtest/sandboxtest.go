@@ -86,6 +86,10 @@ type Caps struct {
 func Run(t *testing.T, tg Target) {
 	t.Run("Files", func(t *testing.T) { testFiles(t, tg) })
 	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, tg) })
+	t.Run("SnapshotOfUnreadable", func(t *testing.T) {
+		need(t, tg.Caps.Processes, "real processes")
+		testSnapshotUnreadable(t, tg)
+	})
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, tg) })
 	t.Run("Exec", func(t *testing.T) {
 		need(t, tg.Caps.Processes, "real processes")
