@@ -1,9 +1,11 @@
 package fileops
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/runner-dev/runner/sandbox"
 )
@@ -75,4 +77,44 @@ func ScriptFailure(res sandbox.ExecResult) string {
 		why += ": " + out
 	}
 	return why
+}
+
+// Execer runs a command in a sandbox, as sandbox.Sandbox's Exec does.
+type Execer interface {
+	Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions) (sandbox.ExecResult, error)
+}
+
+// CheckpointTimeout bounds one copy of the workspace by Checkpoint or
+// Restore.
+const CheckpointTimeout = 10 * time.Minute
+
+// Checkpoint copies sb's workspace to CheckpointDir inside the sandbox,
+// with CheckpointScript: sandbox.Checkpointer's Checkpoint for every
+// backend that runs commands.
+func Checkpoint(ctx context.Context, sb Execer) error {
+	res, err := sb.Exec(ctx, CheckpointScript, sandbox.ExecOptions{Timeout: CheckpointTimeout, MaxOutput: 4 << 10})
+	if err != nil {
+		return fmt.Errorf("checkpoint workspace: %w", err)
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return fmt.Errorf("checkpoint workspace: %s", ScriptFailure(res))
+	}
+	return nil
+}
+
+// Restore copies the checkpoint back over sb's workspace, with
+// RestoreScript: sandbox.Checkpointer's Restore for every backend that
+// runs commands.
+func Restore(ctx context.Context, sb Execer) error {
+	res, err := sb.Exec(ctx, RestoreScript, sandbox.ExecOptions{Timeout: CheckpointTimeout, MaxOutput: 4 << 10})
+	if err != nil {
+		return fmt.Errorf("restore workspace: %w", err)
+	}
+	if res.ExitCode == NoCheckpointExit {
+		return sandbox.ErrNoCheckpoint
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return fmt.Errorf("restore workspace: %s", ScriptFailure(res))
+	}
+	return nil
 }

@@ -138,28 +138,7 @@ func (t *tail) String() string {
 
 // Checkpoint copies the workspace aside inside the sandbox (see
 // fileops.CheckpointScript).
-func (s *Sandbox) Checkpoint(ctx context.Context) error {
-	res, err := s.Exec(ctx, fileops.CheckpointScript, sandbox.ExecOptions{Timeout: copyTimeout, MaxOutput: 4 << 10})
-	if err != nil {
-		return fmt.Errorf("checkpoint workspace: %w", err)
-	}
-	if res.ExitCode != 0 || res.TimedOut {
-		return fmt.Errorf("checkpoint workspace: %s", fileops.ScriptFailure(res))
-	}
-	return nil
-}
+func (s *Sandbox) Checkpoint(ctx context.Context) error { return fileops.Checkpoint(ctx, s) }
 
 // Restore puts the checkpoint back over the workspace.
-func (s *Sandbox) Restore(ctx context.Context) error {
-	res, err := s.Exec(ctx, fileops.RestoreScript, sandbox.ExecOptions{Timeout: copyTimeout, MaxOutput: 4 << 10})
-	if err != nil {
-		return fmt.Errorf("restore workspace: %w", err)
-	}
-	if res.ExitCode == fileops.NoCheckpointExit {
-		return sandbox.ErrNoCheckpoint
-	}
-	if res.ExitCode != 0 || res.TimedOut {
-		return fmt.Errorf("restore workspace: %s", fileops.ScriptFailure(res))
-	}
-	return nil
-}
+func (s *Sandbox) Restore(ctx context.Context) error { return fileops.Restore(ctx, s) }

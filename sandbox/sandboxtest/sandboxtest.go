@@ -90,6 +90,10 @@ func Run(t *testing.T, tg Target) {
 		need(t, tg.Caps.Processes, "real processes")
 		testSnapshotUnreadable(t, tg)
 	})
+	t.Run("Checkpoint", func(t *testing.T) {
+		need(t, tg.Caps.Processes, "real processes")
+		testCheckpoint(t, tg)
+	})
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, tg) })
 	t.Run("Exec", func(t *testing.T) {
 		need(t, tg.Caps.Processes, "real processes")
