@@ -17,7 +17,7 @@ mkdir -p "$work"
 image=${RUNNER_SANDBOX_IMAGE:-runner-sandbox:latest}
 
 echo "== building runner"
-CGO_ENABLED=0 go build -o "$work/runner" ./cmd/runner
+CGO_ENABLED=0 go build -o "$work/" ./cmd/runner ./cmd/sandbox-channel
 runner="$work/runner"
 
 if ! "$runner" image check --image "$image" >/dev/null 2>&1; then

@@ -4,27 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/runner-dev/runner/internal/cli"
 	"github.com/runner-dev/runner/sandbox"
-	"github.com/runner-dev/runner/sandbox/channel"
 	"github.com/runner-dev/runner/sandbox/kubernetes"
 )
 
 // kubernetesOptions are the Kubernetes backend's options from the flags
-// and the environment: runner itself as the egress probe's helper when it
-// is a static executable (as released), and the pod runner runs in from
+// and the environment: the sandbox helper beside runner (sandboxHelper) as
+// the egress probe's helper, and the pod runner runs in from
 // the downward API (RUNNER_POD_NAME, RUNNER_POD_UID).
 func kubernetesOptions(b *backendFlags, getenv func(string) string, log *slog.Logger) (kubernetes.Options, error) {
 	opt := kubernetes.Options{Context: b.kubeContext, Namespace: b.namespace, EgressProbe: b.egressProbe}
-	exe, err := os.Executable()
-	if err == nil {
-		err = channel.CheckBinary(exe)
-	}
-	if err == nil {
-		opt.Helper = exe
+	if bin, err := sandboxHelper(); err == nil {
+		opt.Helper = bin
 	} else {
 		log.Info("no egress probe helper: a network none sandbox cannot start on the cluster", "why", err.Error())
 	}

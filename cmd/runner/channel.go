@@ -24,19 +24,18 @@ func channelWanted(getenv func(string) string) (bool, error) {
 	}
 }
 
-// useChannel gives the engine's sandboxes runner itself as their channel
-// helper (`runner sandbox-channel`), when runner is a static executable
-// (built with CGO_ENABLED=0, as released) and RUNNER_CHANNEL is not 0.
-// Otherwise every command costs an exec of the engine, as before, and the
-// log says why.
+// useChannel gives the engine's sandboxes the sandbox helper (see
+// sandboxHelper) as their channel helper, when it is installed beside
+// runner and RUNNER_CHANNEL is not 0. Otherwise every command costs an exec
+// of the engine, as before, and the log says why.
 func useChannel(e *docker.Engine, log *slog.Logger) error {
 	on, err := channelWanted(os.Getenv)
 	if err != nil || !on {
 		return err
 	}
-	exe, err := os.Executable()
+	bin, err := sandboxHelper()
 	if err == nil {
-		err = e.UseChannel(exe)
+		err = e.UseChannel(bin)
 	}
 	if err != nil {
 		log.Info("sandboxes run each command with an exec of their own", "why", err.Error())

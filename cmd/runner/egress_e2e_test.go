@@ -65,7 +65,7 @@ tasks:
 		t.Errorf("%d egress events in the trajectory, want 2", n)
 	}
 	if !strings.Contains(string(traj), `Exit code 0.\n6\n`) { // the six proxy variables, counted in the sandbox
-		t.Errorf("the sandbox did not have the six proxy variables")
+		t.Errorf("the sandbox did not have the six proxy variables; trajectory:\n%s", traj)
 	}
 	userRepoUnchanged(t, repo, head)
 	noLeftovers(t, pid)

@@ -54,7 +54,8 @@ func runnerBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(binDir, "runner")
 	buildOnce.Do(func() {
-		build := exec.Command("go", "build", "-o", bin, ".")
+		// The sandbox helper beside it, as installed.
+		build := exec.Command("go", "build", "-o", binDir+"/", ".", "../sandbox-channel")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := build.CombinedOutput()
 		if err != nil {
