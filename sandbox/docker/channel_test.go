@@ -41,7 +41,8 @@ func startChannel(t *testing.T, cfg sandbox.Config) *docker.Sandbox {
 // plain TestConformance is the exec per command that a sandbox falls back
 // to when its channel ends).
 func TestConformanceChannel(t *testing.T) {
-	conformance(t, channelEngine(t))
+	conformance(t, channelEngine(t), "known fault, why the channel is off by default: under a fork loop at the process limit the helper "+
+		"(a Go program in the same limit) can fail to start a thread and die, and the command's processes then outlived its timeout once on a loaded machine")
 }
 
 // The agent kills the helper while a command runs through it: the command

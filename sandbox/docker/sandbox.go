@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -246,7 +247,11 @@ func (d *Sandbox) Close(ctx context.Context) error {
 			if err == nil || cerrdefs.IsNotFound(err) {
 				return
 			}
-			if !client.IsErrConnectionFailed(err) || sleepCtx(ctx, wait) != nil {
+			// gVisor's sandbox process can be a zombie for a moment after
+			// a kill (seen right after a snapshot's pause): the engine
+			// then refuses to remove the container until it is reaped.
+			retry := client.IsErrConnectionFailed(err) || strings.Contains(err.Error(), "is zombie")
+			if !retry || sleepCtx(ctx, wait) != nil {
 				d.closeErr = d.e.explain("remove sandbox "+d.name, "", err)
 				return
 			}

@@ -14,8 +14,9 @@ import (
 // workspaceState lists every entry of the workspace with its type, mode,
 // size and time, symlink targets, and the content of every file.
 // A symlink's own time is left out: cp -a cannot always set it, and git
-// keeps no time at all.
-const workspaceState = `find . ! -type l -exec ls -ld {} + | sort -k9; find . -type l -exec sh -c 'for l; do echo "link $l -> $(readlink "$l")"; done' x {} + | sort; find . -type f -exec sh -c 'for f; do echo "== $f"; cat "$f"; done' x {} +`
+// keeps no time at all. Every list is sorted: gVisor lists a directory in
+// another order once its entries were recreated.
+const workspaceState = `find . ! -type l -exec ls -ld {} + | sort -k9; find . -type l -exec sh -c 'for l; do echo "link $l -> $(readlink "$l")"; done' x {} + | sort; find . -type f | sort | while read -r f; do echo "== $f"; cat "$f"; done`
 
 // testCheckpoint runs what a check might do to the workspace
 // between Checkpoint and Restore: change, remove and add files (dotfiles,
