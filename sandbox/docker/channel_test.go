@@ -252,31 +252,3 @@ func TestChannelTar(t *testing.T) {
 		t.Errorf("entries %v, want %v", got, want)
 	}
 }
-
-// Under gVisor the channel serves the sandbox too, and a command's timeout
-// still ends a process that started a session of its own and ignores
-// SIGTERM and SIGHUP: gVisor hangs up the wrapper's process group as soon
-// as the wrapper stops one of its processes, which once ended the watchdog
-// before its kill.
-func TestChannelUnderGVisor(t *testing.T) {
-	if !hasRuntime(t, "runsc") {
-		if os.Getenv("RUNNER_SKIP_RUNSC") == "1" {
-			t.Skip("the engine has no runsc runtime (RUNNER_SKIP_RUNSC=1)")
-		}
-		t.Fatal("the engine has no runsc runtime: declare it (.ci/runsc does), or set RUNNER_SKIP_RUNSC=1 to skip")
-	}
-	sb := startChannel(t, sandbox.Config{Runtime: "runsc"})
-	res, err := sb.Exec(context.Background(),
-		`setsid sh -c 'trap "" TERM HUP; exec sleep 611' </dev/null >/dev/null 2>&1 & trap "" TERM HUP; sleep 612`,
-		sandbox.ExecOptions{Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.TimedOut {
-		t.Fatalf("the command was not timed out: %+v", res)
-	}
-	if sb.ChannelPID() == 0 {
-		t.Fatal("the command did not run through the channel")
-	}
-	waitFor(t, 30*time.Second, func() bool { return sleepers(t, sb.ID(), "sleep 61") == "" })
-}
