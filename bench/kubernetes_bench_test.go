@@ -138,6 +138,7 @@ func BenchmarkKubernetesChannel(b *testing.B) {
 		modes = append(modes, mode{m.name, k, n})
 	}
 	cfg := sandbox.Config{Image: image, Network: "bridge", RunID: dockertest.RunID, TaskID: "bench-k8s-channel", Lifetime: 10 * time.Minute}
+	// A channel that did not start, or ended, says so in a notice.
 	exec := func(b *testing.B, sb sandbox.Sandbox) {
 		res, err := sb.Exec(ctx, "true", sandbox.ExecOptions{Timeout: time.Minute})
 		if err != nil || res.ExitCode != 0 || res.Notice != "" {
@@ -152,9 +153,6 @@ func BenchmarkKubernetesChannel(b *testing.B) {
 				sb, err := m.backend.StartPod(ctx, cfg)
 				if err != nil {
 					b.Fatal(err)
-				}
-				if m.name == "channel" && sb.ChannelPID() == 0 {
-					b.Fatal("the channel did not start")
 				}
 				for range 50 {
 					exec(b, sb)

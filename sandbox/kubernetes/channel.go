@@ -135,15 +135,6 @@ func (s *Sandbox) closeChannel() {
 	}
 }
 
-// ChannelPID is the helper's process id in the pod while the channel is
-// up, 0 otherwise.
-func (s *Sandbox) ChannelPID() int {
-	if c := s.link().Client(); c != nil {
-		return c.HelperPID()
-	}
-	return 0
-}
-
 // linkHost is the sandbox as its channel's link needs it.
 type linkHost struct{ s *Sandbox }
 
