@@ -8,21 +8,19 @@ import (
 	"github.com/runner-dev/runner/sandbox/docker"
 )
 
-// channelEnv turns the command channel on (1) or off (0, the default
-// until a helper killed by a fork loop at the process limit can no longer
-// leave a command's processes behind).
+// channelEnv turns the command channel off (0) or on (1, the default).
 const channelEnv = "RUNNER_CHANNEL"
 
-// channelWanted reads RUNNER_CHANNEL: 1 is on; unset, empty or 0 is off;
+// channelWanted reads RUNNER_CHANNEL: unset, empty or 1 is on; 0 is off;
 // anything else is an error naming the variable.
 func channelWanted(getenv func(string) string) (bool, error) {
 	switch v := getenv(channelEnv); v {
-	case "1":
+	case "", "1":
 		return true, nil
-	case "", "0":
+	case "0":
 		return false, nil
 	default:
-		return false, fmt.Errorf("%s=%q: want 1 (the command channel) or 0 (an engine exec per command, the default)", channelEnv, v)
+		return false, fmt.Errorf("%s=%q: want 1 (the command channel, the default) or 0 (an exec per command)", channelEnv, v)
 	}
 }
 

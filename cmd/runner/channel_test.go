@@ -14,7 +14,7 @@ func TestChannelWanted(t *testing.T) {
 		on      bool
 		wantErr string
 	}{
-		{"", false, ""},
+		{"", true, ""},
 		{"1", true, ""},
 		{"0", false, ""},
 		{"yes", false, `RUNNER_CHANNEL="yes": want 1`},

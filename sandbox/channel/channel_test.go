@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/cmdwrap"
 )
 
 // pipeEnds connects a Client to an in-process Serve.
@@ -64,7 +65,7 @@ func TestServeExec(t *testing.T) {
 			if tt.timeout > 0 {
 				o.Timeout = tt.timeout
 			}
-			res, err := c.Exec(ctx, tt.cmd, "/", o)
+			res, err := c.Exec(ctx, tt.cmd, "/", cmdwrap.NewMark(), o)
 			switch {
 			case err != nil:
 				errs <- err
@@ -114,7 +115,7 @@ func FuzzClientDecoder(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err = c.Exec(ctx, "true", "/", sandbox.ExecOptions{})
+		_, err = c.Exec(ctx, "true", "/", cmdwrap.NewMark(), sandbox.ExecOptions{})
 		if err == nil {
 			return // the garbage happened to be a reply to request 1
 		}

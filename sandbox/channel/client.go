@@ -244,9 +244,11 @@ func (c *Client) call(ctx context.Context, req Request) (Reply, error) {
 }
 
 // Exec runs cmd with the command wrapper in dir (absolute, inside the
-// workspace); opt is complete (no zero values). See sandbox.Sandbox.Exec.
-func (c *Client) Exec(ctx context.Context, cmd, dir string, opt sandbox.ExecOptions) (sandbox.ExecResult, error) {
-	rep, err := c.call(ctx, Request{Op: OpExec, Cmd: cmd, Env: opt.Env, Dir: dir, TimeoutNS: int64(opt.Timeout), MaxOutput: opt.MaxOutput})
+// workspace), its processes marked mark (cmdwrap.NewMark), so that the host
+// can kill them itself if the channel ends under the command; opt is
+// complete (no zero values). See sandbox.Sandbox.Exec.
+func (c *Client) Exec(ctx context.Context, cmd, dir, mark string, opt sandbox.ExecOptions) (sandbox.ExecResult, error) {
+	rep, err := c.call(ctx, Request{Op: OpExec, Cmd: cmd, Env: opt.Env, Dir: dir, Mark: mark, TimeoutNS: int64(opt.Timeout), MaxOutput: opt.MaxOutput})
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}

@@ -39,7 +39,10 @@ func runCommand(ctx context.Context, req Request) (*sandbox.ExecResult, error) {
 	if max <= 0 {
 		max = sandbox.DefaultMaxOutput
 	}
-	mark := cmdwrap.NewMark()
+	mark := req.Mark
+	if !cmdwrap.ValidMark(mark) {
+		return nil, fmt.Errorf("%w: exec mark %q", ErrMalformed, mark)
+	}
 	cmd := exec.Command("sh", "-c", cmdwrap.Script, "runner-exec", "run", mark, req.Cmd)
 	cmd.Env = append(append(os.Environ(), req.Env...), "RUNNER_EXEC="+mark)
 	cmd.Dir = req.Dir

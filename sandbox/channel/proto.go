@@ -13,7 +13,7 @@ import (
 // not used, and commands run one exec each.
 const (
 	Protocol = "runner-channel"
-	Version  = 1
+	Version  = 2
 )
 
 // Hello is the helper's first frame.
@@ -42,6 +42,7 @@ type Request struct {
 	Cmd       string   `json:"cmd,omitempty"`
 	Env       []string `json:"env,omitempty"`
 	Dir       string   `json:"dir,omitempty"`
+	Mark      string   `json:"mark,omitempty"` // cmdwrap.NewMark's, checked by cmdwrap.ValidMark
 	TimeoutNS int64    `json:"timeout_ns,omitempty"`
 	MaxOutput int      `json:"max_output,omitempty"`
 	// read, write, list

@@ -19,9 +19,11 @@ import (
 // The helper makes itself not dumpable, so that the sandbox's processes,
 // although they run as the same user, cannot open its descriptors through
 // /proc/PID/fd nor trace it: the two pipes of the channel are reachable
-// only by the helper and the engine.
+// only by the helper and the engine. It reserves its threads before it
+// says hello (see spareThreads).
 func Serve(r io.Reader, w io.Writer) error {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	reserveThreads(spareThreads)
 	s := &server{w: w, running: map[uint32]context.CancelFunc{}}
 	hello, _ := json.Marshal(Hello{Protocol: Protocol, Version: Version, PID: os.Getpid()})
 	if err := s.send(KindHello, 0, hello); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/cmdwrap"
 )
 
 // busyboxPath is where Debian's busybox-static puts the binary: the shell
@@ -89,7 +90,7 @@ func stressExec(t *testing.T, n int) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout+KillGrace+10*time.Second)
 				start := time.Now()
-				res, err := c.Exec(ctx, "echo $((1+"+strconv.FormatInt(i, 10)+"))", "/", opt)
+				res, err := c.Exec(ctx, "echo $((1+"+strconv.FormatInt(i, 10)+"))", "/", cmdwrap.NewMark(), opt)
 				cancel()
 				switch {
 				case err != nil:
@@ -135,7 +136,7 @@ setsid sh -c 'trap "" TERM HUP; exec ` + sleeper + `' &
 echo started
 while :; do sleep 1; done`
 			t.Cleanup(func() { killCmdline(sleeper) })
-			res, err := c.Exec(context.Background(), cmd, "/", sandbox.ExecOptions{Timeout: time.Second, MaxOutput: 4096})
+			res, err := c.Exec(context.Background(), cmd, "/", cmdwrap.NewMark(), sandbox.ExecOptions{Timeout: time.Second, MaxOutput: 4096})
 			if err != nil {
 				t.Fatal(err)
 			}

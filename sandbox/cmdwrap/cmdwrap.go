@@ -8,6 +8,7 @@ package cmdwrap
 
 import (
 	_ "embed"
+	"strings"
 
 	"github.com/runner-dev/runner/sandbox"
 )
@@ -20,7 +21,26 @@ import (
 //go:embed exec.sh
 var Script string
 
+// markPrefix begins every mark.
+const markPrefix = "runner-exec-"
+
 // NewMark returns a fresh mark naming one command's processes.
 func NewMark() string {
-	return "runner-exec-" + sandbox.RandomID() + sandbox.RandomID()
+	return markPrefix + sandbox.RandomID() + sandbox.RandomID()
+}
+
+// ValidMark reports whether mark has NewMark's form: the prefix, then
+// letters, digits and dashes only (the wrapper searches for it as a
+// literal regular expression), and a bounded length.
+func ValidMark(mark string) bool {
+	rest, ok := strings.CutPrefix(mark, markPrefix)
+	if !ok || len(rest) < 8 || len(rest) > 64 {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

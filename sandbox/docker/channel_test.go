@@ -41,8 +41,7 @@ func startChannel(t *testing.T, cfg sandbox.Config) *docker.Sandbox {
 // plain TestConformance is the exec per command that a sandbox falls back
 // to when its channel ends).
 func TestConformanceChannel(t *testing.T) {
-	conformance(t, channelEngine(t), "known fault, why the channel is off by default: under a fork loop at the process limit the helper "+
-		"(a Go program in the same limit) can fail to start a thread and die, and the command's processes then outlived its timeout once on a loaded machine")
+	conformance(t, channelEngine(t))
 }
 
 // The agent kills the helper while a command runs through it: the command
@@ -250,5 +249,64 @@ func TestChannelTar(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("entries %v, want %v", got, want)
+	}
+}
+
+// A fork loop that uses up the process limit while other commands and file
+// operations go through the channel: the helper, which needs a thread for
+// each command it waits on, keeps serving (it reserved its threads at its
+// start), the loop times out, its processes are gone, and no fallback was
+// needed.
+func TestChannelSurvivesForkLoop(t *testing.T) {
+	sb := startChannel(t, sandbox.Config{Pids: 40})
+	pid := sb.ChannelPID()
+	// The threads it holds from its start, read as root (the helper is
+	// not dumpable).
+	out, err := dockerCLI(t, "exec", sb.ID(), "grep", "^Threads:", "/proc/"+strconv.Itoa(pid)+"/status")
+	if err != nil {
+		t.Fatalf("read the helper's threads: %v: %s", err, out)
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out, "Threads:"))); n < 12 {
+		t.Errorf("the helper holds %d threads from its start, want at least 12 (%q)", n, out)
+	}
+	ctx := context.Background()
+	loop := make(chan sandbox.ExecResult, 1)
+	go func() {
+		res, err := sb.Exec(ctx, `: >forking; sh -c 'i=0; while [ $i -lt 200 ]; do sleep 100 >/dev/null 2>&1 & i=$((i+1)); done'; exec sleep 100`,
+			sandbox.ExecOptions{Timeout: 6 * time.Second})
+		if err != nil {
+			t.Errorf("the fork loop: %v", err)
+		}
+		loop <- res
+	}()
+	// Seen through the channel, which needs no fork (an exec of the
+	// engine's may find no process left to start).
+	waitFor(t, 30*time.Second, func() bool { _, err := sb.ReadFile(ctx, "forking"); return err == nil })
+	// Meanwhile, commands (whose forks may fail: the limit is used up)
+	// and file operations, several at once.
+	done := make(chan struct{})
+	for i := range 6 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if i%2 == 0 {
+				sb.Exec(ctx, "sleep 1; echo ok", sandbox.ExecOptions{Timeout: 10 * time.Second})
+				return
+			}
+			sb.ReadFile(ctx, "missing.txt")
+		}()
+	}
+	for range 6 {
+		<-done
+	}
+	res := <-loop
+	if !res.TimedOut || res.Notice != "" {
+		t.Errorf("the fork loop's result: exit %d, timed out %v, notice %q; want timed out, no notice", res.ExitCode, res.TimedOut, res.Notice)
+	}
+	waitFor(t, 30*time.Second, func() bool { return sleepers(t, sb.ID(), "sleep 100") == "" })
+	if got := sb.ChannelPID(); got != pid {
+		t.Fatalf("the helper did not survive the fork loop: channel pid %d, was %d", got, pid)
+	}
+	if r := run(t, sb, "echo after", sandbox.ExecOptions{}); r.Stdout != "after\n" || r.Notice != "" {
+		t.Errorf("after the fork loop: %+v", r)
 	}
 }

@@ -17,12 +17,11 @@ import (
 // runtime the engine lacks fails the test (CI declares both, see .ci/runsc);
 // RUNNER_SKIP_RUNSC=1 turns that into a skip on a machine without gVisor.
 func TestConformance(t *testing.T) {
-	conformance(t, dockertest.Engine(t), "")
+	conformance(t, dockertest.Engine(t))
 }
 
-// conformance runs the suite against e under runc and runsc; knownPids,
-// when not empty, is a known fault for which the Pids part is skipped.
-func conformance(t *testing.T, e *docker.Engine, knownPids string) {
+// conformance runs the suite against e under runc and runsc.
+func conformance(t *testing.T, e *docker.Engine) {
 	swapper := swapperBinary(t)
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
@@ -47,7 +46,6 @@ func conformance(t *testing.T, e *docker.Engine, knownPids string) {
 					// threads that the pids cgroup counts.
 					PidsCountsHostThreads: rt == "runsc",
 					OOMMayEndSandbox:      rt == "runsc",
-					KnownPidsFault:        knownPids,
 				},
 			})
 		})

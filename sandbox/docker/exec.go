@@ -40,7 +40,7 @@ func (d *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	if res, err, ok := d.execChannel(ctx, cmd, dir, opt); ok {
+	if res, err, ok := d.link().Exec(ctx, cmd, dir, opt); ok {
 		return res, err
 	}
 	mark := cmdwrap.NewMark()
@@ -139,7 +139,7 @@ wait:
 	}
 	res.ExitCode = code
 	out.Fill(&res)
-	res.Notice = d.takeNotice()
+	res.Notice = d.link().TakeNotice()
 	res.Duration = time.Since(start)
 	return res, nil
 }

@@ -49,7 +49,7 @@ func SetFileOpTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
 // ChannelPID is the process id of the sandbox's channel helper, inside the
 // sandbox, or 0 when the sandbox has no live channel.
 func (d *Sandbox) ChannelPID() int {
-	if c := d.channel(); c != nil {
+	if c := d.link().Client(); c != nil {
 		return c.HelperPID()
 	}
 	return 0
@@ -57,7 +57,7 @@ func (d *Sandbox) ChannelPID() int {
 
 // ChannelTar streams a tar of the workspace through the sandbox's channel.
 func (d *Sandbox) ChannelTar(ctx context.Context) (io.ReadCloser, error) {
-	c := d.channel()
+	c := d.link().Client()
 	if c == nil {
 		return nil, fmt.Errorf("no channel")
 	}

@@ -232,7 +232,7 @@ func (d *Sandbox) Close(ctx context.Context) error {
 		d.mu.Lock()
 		d.closed = true
 		d.mu.Unlock()
-		d.closeChannel()
+		d.link().Close()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
 		// A daemon that is restarting refuses connections for a while:

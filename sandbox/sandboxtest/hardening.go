@@ -90,9 +90,6 @@ func testLimits(t *testing.T, tg Target) {
 			forkLoopEndsSandbox(t, tg)
 			return
 		}
-		if tg.Caps.KnownPidsFault != "" {
-			t.Skip(tg.Caps.KnownPidsFault)
-		}
 		sb := tg.start(t, sandbox.Config{Pids: 40})
 		res := run(t, sb, `sh -c 'i=0; while [ $i -lt 200 ]; do sleep 100 >/dev/null 2>&1 & i=$((i+1)); done'; exec sleep 100`,
 			sandbox.ExecOptions{Timeout: 3 * time.Second})

@@ -67,10 +67,6 @@ type Caps struct {
 	// instead of seeing its forks fail, and a low limit keeps the sandbox
 	// from starting at all.
 	PidsCountsHostThreads bool
-	// KnownPidsFault, when not empty, is a known fault of this target
-	// under a fork loop at the process limit, to be fixed rather than
-	// accepted: the Limits/Pids part is skipped with it as the reason.
-	KnownPidsFault string
 	// Leftovers: Cleanup removes the sandboxes of a dead owner and keeps a
 	// live one's.
 	Leftovers bool
