@@ -13,9 +13,9 @@ import (
 
 // kubernetesOptions are the Kubernetes backend's options from the flags
 // and the environment: the sandbox helper beside runner (sandboxHelper) as
-// the egress probe's helper and, when RUNNER_CHANNEL asks for it
-// (channelWanted, as for Docker), the command channel's; and the pod
-// runner runs in from the downward API (RUNNER_POD_NAME, RUNNER_POD_UID).
+// the egress probe's helper and, unless RUNNER_CHANNEL=0 (channelWanted,
+// as for Docker), the command channel's; and the pod runner runs in from
+// the downward API (RUNNER_POD_NAME, RUNNER_POD_UID).
 func kubernetesOptions(b *backendFlags, getenv func(string) string, log *slog.Logger) (kubernetes.Options, error) {
 	opt := kubernetes.Options{Context: b.kubeContext, Namespace: b.namespace, EgressProbe: b.egressProbe}
 	on, err := channelWanted(getenv)
