@@ -100,7 +100,7 @@ func (s *Sandbox) dialChannel(ctx context.Context) (*channel.Client, error) {
 	if err != nil {
 		cancel()
 		<-s.ch.ended
-		if msg := strings.TrimSpace(s.ch.stderr.String()); msg != "" {
+		if msg := strings.TrimSpace(s.ch.stderr.String()); msg != "" && !strings.Contains(err.Error(), msg) {
 			err = fmt.Errorf("%w (the helper said: %q)", err, msg)
 		}
 		return nil, err
