@@ -30,6 +30,10 @@ import "time"
 // Usage is the CPU time each party spent between Start and Stop.
 type Usage struct {
 	Runner, Engine, Sandbox, Unknown time.Duration
+	// Machine is every CPU's busy time (/proc/stat: all but idle, iowait
+	// and steal), whoever's: the parties' and everything else the machine
+	// ran.
+	Machine time.Duration
 	// Exits is how many thread exit records the meter read.
 	Exits int
 	// ShimsAtStart and ShimsAtEnd count the container shims (one a

@@ -154,6 +154,7 @@ func (m *Meter) result(own time.Duration) result {
 	u.Engine = cpu(kindEngine) + cpu(kindShim) + cpu(kindRuntime)
 	u.Sandbox = cpu(kindSandbox)
 	u.Unknown = cpu(kindUnknown)
+	u.Machine = m.end.busy - m.start.busy
 	u.Runner = -own
 	u.Exits = m.nExits
 	u.ShimsAtStart, u.ShimsAtEnd = m.start.shims, m.end.shims

@@ -101,12 +101,38 @@ func (c *classifier) kindAt(pid int, p proc, depth int) kind {
 	return kindOther
 }
 
+// machineBusy is the time every CPU spent busy since boot: the first line
+// of /proc/stat, less idle, iowait and steal (another virtual machine's),
+// in USER_HZ ticks (100 a second).
+func machineBusy() time.Duration {
+	body, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(body), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	// user nice system idle iowait irq softirq steal (guest time is in user).
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 || i == 7 {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * time.Second / 100
+}
+
 // snapshot is the CPU time so far of the threads alive at one moment,
 // by kind, and which threads those were.
 type snapshot struct {
 	cpu   [kindUnknown + 1]time.Duration
 	tids  map[int]bool
 	shims int
+	busy  time.Duration // machineBusy
 }
 
 // take reads every process of the machine.
@@ -126,7 +152,7 @@ func take(self int) snapshot {
 		p, ok := procs[pid]
 		return p, ok
 	}}
-	s := snapshot{tids: map[int]bool{}}
+	s := snapshot{tids: map[int]bool{}, busy: machineBusy()}
 	for pid, p := range procs {
 		k := c.kindOf(pid, p)
 		if k == kindShim {
