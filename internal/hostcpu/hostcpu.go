@@ -38,7 +38,8 @@ type Usage struct {
 	Exits int
 	// ShimsAtStart and ShimsAtEnd count the container shims (one a
 	// container) alive at either end: containers the measured work did not
-	// start and stop itself ran beside it, and their CPU is counted.
+	// start and stop itself ran beside it (StartNew leaves out those
+	// alive at the start).
 	ShimsAtStart, ShimsAtEnd int
 }
 

@@ -29,6 +29,8 @@ type Meter struct {
 	seen       map[int]proc // parents read, for when they are gone
 	cls        *classifier
 	thread0    time.Duration
+	onlyNew    bool
+	ignoreTids map[int]bool // the threads of the shims in cls.ignore
 }
 
 type result struct {
@@ -39,9 +41,17 @@ type result struct {
 // Start registers for the exit records of every CPU, reads every process
 // alive, and starts counting. Stop must follow, or the listening thread
 // stays.
-func Start() (*Meter, error) {
-	m := &Meter{self: os.Getpid(), stop: make(chan struct{}), done: make(chan result, 1), seen: map[int]proc{}}
-	m.cls = &classifier{self: m.self, lookup: m.lookupLive}
+func Start() (*Meter, error) { return start(false) }
+
+// StartNew is Start for work that starts its own containers: those
+// already running (their shims, what runs in them) count nowhere, though
+// the engine's daemons, which serve them too, still count whole. A thread
+// such a shim starts later and that exits before Stop still counts.
+func StartNew() (*Meter, error) { return start(true) }
+
+func start(onlyNew bool) (*Meter, error) {
+	m := &Meter{self: os.Getpid(), stop: make(chan struct{}), done: make(chan result, 1), seen: map[int]proc{}, onlyNew: onlyNew}
+	m.cls = &classifier{self: m.self, lookup: m.lookupLive, ignore: map[int]bool{}}
 	if err := m.open(); err != nil {
 		return nil, fmt.Errorf("hostcpu: %w", err)
 	}
@@ -95,7 +105,16 @@ func (m *Meter) listen(ready chan<- error) {
 		return
 	}
 	m.drain(false) // exits before the first snapshot count for nothing
-	m.start = take(m.self)
+	m.ignoreTids = map[int]bool{}
+	if m.onlyNew {
+		for pid, tids := range take(m.self, nil).shims {
+			m.cls.ignore[pid] = true
+			for _, t := range tids {
+				m.ignoreTids[t] = true
+			}
+		}
+	}
+	m.start = take(m.self, m.cls.ignore)
 	m.exits = [kindUnknown + 1]time.Duration{}
 	m.nExits = 0
 	m.thread0 = threadCPU()
@@ -105,7 +124,7 @@ func (m *Meter) listen(ready chan<- error) {
 		select {
 		case <-m.stop:
 			m.drain(true)
-			m.end = take(m.self)
+			m.end = take(m.self, m.cls.ignore)
 			m.drain(true)
 			m.register(unix.TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK)
 			m.done <- m.result(threadCPU() - m.thread0)
@@ -157,7 +176,7 @@ func (m *Meter) result(own time.Duration) result {
 	u.Machine = m.end.busy - m.start.busy
 	u.Runner = -own
 	u.Exits = m.nExits
-	u.ShimsAtStart, u.ShimsAtEnd = m.start.shims, m.end.shims
+	u.ShimsAtStart, u.ShimsAtEnd = len(m.start.shims), len(m.end.shims)
 	return result{u: u}
 }
 
@@ -176,6 +195,9 @@ func (m *Meter) lookupLive(pid int) (proc, bool) {
 func (m *Meter) exited(tid, ppid int, comm string, cpu time.Duration) {
 	if m.end.tids != nil && m.end.tids[tid] {
 		return // counted alive at the end already
+	}
+	if m.ignoreTids[tid] {
+		return
 	}
 	m.nExits++
 	m.exits[m.cls.kindOf(tid, proc{comm: comm, ppid: ppid})] += cpu

@@ -58,6 +58,7 @@ func isRuntime(comm string) bool { return strings.HasPrefix(comm, "runc") }
 // classifier decides kinds, reading parents through lookup.
 type classifier struct {
 	self   int
+	ignore map[int]bool // shims whose containers count nowhere
 	lookup func(pid int) (proc, bool)
 	memo   map[int]kind
 }
@@ -74,6 +75,9 @@ func (c *classifier) kindAt(pid int, p proc, depth int) kind {
 	case p.comm == "dockerd" || p.comm == "containerd":
 		return kindEngine
 	case strings.HasPrefix(p.comm, "containerd-shim"):
+		if c.ignore[pid] {
+			return kindOther
+		}
 		return kindShim
 	case p.ppid <= 1 || depth > 64:
 		return kindOther
@@ -131,12 +135,13 @@ func machineBusy() time.Duration {
 type snapshot struct {
 	cpu   [kindUnknown + 1]time.Duration
 	tids  map[int]bool
-	shims int
+	shims map[int][]int // each shim's threads
 	busy  time.Duration // machineBusy
 }
 
-// take reads every process of the machine.
-func take(self int) snapshot {
+// take reads every process of the machine; the containers of the shims
+// in ignore count nowhere.
+func take(self int, ignore map[int]bool) snapshot {
 	procs := map[int]proc{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -148,20 +153,23 @@ func take(self int) snapshot {
 			procs[pid] = p
 		}
 	}
-	c := &classifier{self: self, memo: map[int]kind{}, lookup: func(pid int) (proc, bool) {
+	c := &classifier{self: self, ignore: ignore, memo: map[int]kind{}, lookup: func(pid int) (proc, bool) {
 		p, ok := procs[pid]
 		return p, ok
 	}}
-	s := snapshot{tids: map[int]bool{}, busy: machineBusy()}
+	s := snapshot{tids: map[int]bool{}, shims: map[int][]int{}, busy: machineBusy()}
 	for pid, p := range procs {
 		k := c.kindOf(pid, p)
-		if k == kindShim {
-			s.shims++
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/[0-9]*")
+		if strings.HasPrefix(p.comm, "containerd-shim") {
+			for _, t := range tasks {
+				tid, _ := strconv.Atoi(filepath.Base(t))
+				s.shims[pid] = append(s.shims[pid], tid)
+			}
 		}
 		if k == kindOther || k == kindRunner {
 			continue
 		}
-		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/[0-9]*")
 		for _, t := range tasks {
 			tid, _ := strconv.Atoi(filepath.Base(t))
 			body, err := os.ReadFile(t + "/schedstat")
