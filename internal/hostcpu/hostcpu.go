@@ -4,8 +4,10 @@
 //   - Runner: this process, with the children it waited for (getrusage),
 //     less the meter's own work;
 //   - Engine: dockerd, containerd, the container shims
-//     (containerd-shim*), and the runtime processes a shim starts (runc and
-//     its init stages, until one becomes a container's process);
+//     (containerd-shim*), the runtime processes a shim starts (runc and
+//     its init stages, until one becomes a container's process), the
+//     fuse-overlayfs storage driver's daemons (one a container's file
+//     system) and whatever else dockerd or containerd start;
 //   - Sandbox: the containers' processes: everything a shim starts that is
 //     not the runtime, and their descendants. A command started by an exec
 //     is runc's last init stage, which execs it: the command's time

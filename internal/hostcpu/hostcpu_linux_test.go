@@ -28,8 +28,10 @@ func TestClassify(t *testing.T) {
 		200: {comm: "containerd-shim", ppid: 1}, // a container that ran before (StartNew)
 		201: {comm: "runc", ppid: 200},
 		202: {comm: "sh", ppid: 200},
+		300: {comm: "fuse-overlayfs", ppid: 1},
+		301: {comm: "fuse-overlayfs", ppid: 1}, // a container that ran before
 	}
-	c := &classifier{self: 30, ignore: map[int]bool{200: true}, memo: map[int]kind{}, lookup: func(pid int) (proc, bool) {
+	c := &classifier{self: 30, ignore: map[int]bool{200: true, 301: true}, memo: map[int]kind{}, lookup: func(pid int) (proc, bool) {
 		p, ok := procs[pid]
 		return p, ok
 	}}
@@ -37,7 +39,7 @@ func TestClassify(t *testing.T) {
 		1: kindOther, 10: kindEngine, 11: kindEngine, 20: kindShim, 21: kindRuntime, 22: kindRuntime,
 		23: kindSandbox, 24: kindSandbox, 25: kindSandbox, 26: kindSandbox, 30: kindRunner, 31: kindRunner,
 		40: kindOther, 41: kindOther, 50: kindEngine, 60: kindUnknown, 100: kindShim,
-		200: kindOther, 201: kindOther, 202: kindOther,
+		200: kindOther, 201: kindOther, 202: kindOther, 300: kindEngine, 301: kindOther,
 	}
 	for pid, k := range want {
 		if got := c.kindOf(pid, procs[pid]); got != k {

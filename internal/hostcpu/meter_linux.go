@@ -30,7 +30,7 @@ type Meter struct {
 	cls        *classifier
 	thread0    time.Duration
 	onlyNew    bool
-	ignoreTids map[int]bool // the threads of the shims in cls.ignore
+	ignoreTids map[int]bool // the threads of the processes in cls.ignore
 }
 
 type result struct {
@@ -44,9 +44,10 @@ type result struct {
 func Start() (*Meter, error) { return start(false) }
 
 // StartNew is Start for work that starts its own containers: those
-// already running (their shims, what runs in them) count nowhere, though
-// the engine's daemons, which serve them too, still count whole. A thread
-// such a shim starts later and that exits before Stop still counts.
+// already running (their shims and storage mounts, what runs in them)
+// count nowhere, though the engine's daemons, which serve them too, still
+// count whole. A thread such a process starts later and that exits before
+// Stop still counts.
 func StartNew() (*Meter, error) { return start(true) }
 
 func start(onlyNew bool) (*Meter, error) {
@@ -107,7 +108,7 @@ func (m *Meter) listen(ready chan<- error) {
 	m.drain(false) // exits before the first snapshot count for nothing
 	m.ignoreTids = map[int]bool{}
 	if m.onlyNew {
-		for pid, tids := range take(m.self, nil).shims {
+		for pid, tids := range take(m.self, nil).perContainer {
 			m.cls.ignore[pid] = true
 			for _, t := range tids {
 				m.ignoreTids[t] = true
@@ -176,7 +177,7 @@ func (m *Meter) result(own time.Duration) result {
 	u.Machine = m.end.busy - m.start.busy
 	u.Runner = -own
 	u.Exits = m.nExits
-	u.ShimsAtStart, u.ShimsAtEnd = len(m.start.shims), len(m.end.shims)
+	u.ShimsAtStart, u.ShimsAtEnd = m.start.shims, m.end.shims
 	return result{u: u}
 }
 

@@ -50,6 +50,14 @@ func readStat(path string) (proc, bool) {
 	return proc{comm: s[open+1 : end], ppid: ppid, start: start}, true
 }
 
+// isShim reports whether comm names a container shim.
+func isShim(comm string) bool { return strings.HasPrefix(comm, "containerd-shim") }
+
+// perContainer reports whether comm names a process the engine runs for
+// one container: its shim, or the fuse-overlayfs storage driver's mount
+// of its file system (a daemon whose parent is init).
+func perContainer(comm string) bool { return isShim(comm) || comm == "fuse-overlayfs" }
+
 // isRuntime reports whether a shim's child named comm is the runtime
 // (runc, and the stages of its init until the last becomes the
 // container's process), not a container's process.
@@ -58,7 +66,7 @@ func isRuntime(comm string) bool { return strings.HasPrefix(comm, "runc") }
 // classifier decides kinds, reading parents through lookup.
 type classifier struct {
 	self   int
-	ignore map[int]bool // shims whose containers count nowhere
+	ignore map[int]bool // perContainer processes whose containers count nowhere
 	lookup func(pid int) (proc, bool)
 	memo   map[int]kind
 }
@@ -74,10 +82,11 @@ func (c *classifier) kindAt(pid int, p proc, depth int) kind {
 		return kindRunner
 	case p.comm == "dockerd" || p.comm == "containerd":
 		return kindEngine
-	case strings.HasPrefix(p.comm, "containerd-shim"):
-		if c.ignore[pid] {
-			return kindOther
-		}
+	case c.ignore[pid]:
+		return kindOther
+	case p.comm == "fuse-overlayfs":
+		return kindEngine
+	case isShim(p.comm):
 		return kindShim
 	case p.ppid <= 1 || depth > 64:
 		return kindOther
@@ -135,11 +144,14 @@ func machineBusy() time.Duration {
 type snapshot struct {
 	cpu   [kindUnknown + 1]time.Duration
 	tids  map[int]bool
-	shims map[int][]int // each shim's threads
-	busy  time.Duration // machineBusy
+	shims int
+	// The processes the engine runs for one container (perContainer),
+	// and their threads.
+	perContainer map[int][]int
+	busy         time.Duration // machineBusy
 }
 
-// take reads every process of the machine; the containers of the shims
+// take reads every process of the machine; the containers of the processes
 // in ignore count nowhere.
 func take(self int, ignore map[int]bool) snapshot {
 	procs := map[int]proc{}
@@ -157,14 +169,17 @@ func take(self int, ignore map[int]bool) snapshot {
 		p, ok := procs[pid]
 		return p, ok
 	}}
-	s := snapshot{tids: map[int]bool{}, shims: map[int][]int{}, busy: machineBusy()}
+	s := snapshot{tids: map[int]bool{}, perContainer: map[int][]int{}, busy: machineBusy()}
 	for pid, p := range procs {
 		k := c.kindOf(pid, p)
 		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/[0-9]*")
-		if strings.HasPrefix(p.comm, "containerd-shim") {
+		if isShim(p.comm) {
+			s.shims++
+		}
+		if perContainer(p.comm) {
 			for _, t := range tasks {
 				tid, _ := strconv.Atoi(filepath.Base(t))
-				s.shims[pid] = append(s.shims[pid], tid)
+				s.perContainer[pid] = append(s.perContainer[pid], tid)
 			}
 		}
 		if k == kindOther || k == kindRunner {
