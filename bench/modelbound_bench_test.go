@@ -40,8 +40,9 @@ import (
 // gone unseen) and cpu-ms-total, their sum; cpu-ms-machine, every CPU's
 // busy time, whoever's (the rest of the machine's work included); the
 // engine's execs per task (its exec_create events for the batch's
-// containers, which shows which mode ran); and the batch's wall time
-// (ns/op) and tasks/s. It logs the load average around each batch and,
+// containers, which shows which mode ran); a task's wall time from start
+// to commit (wall-s/task, of which the model's latency is 11 times
+// RUNNER_BENCH_MODEL_LATENCY), and the batch's (ns/op) and tasks/s. It logs the load average around each batch and,
 // per concurrency, the ratios channel/exec. It fails if a task does not
 // commit, if a container of the batch is left, or if the exit records
 // overflowed.
@@ -89,6 +90,7 @@ type modelBoundResult struct {
 func modelBoundBatch(b *testing.B, e *docker.Engine, image, fixture string, n, conc int, latency time.Duration) *modelBoundResult {
 	var usage hostcpu.Usage
 	var execs int
+	var taskWall time.Duration
 	for b.Loop() {
 		var repo string
 		var queue []tasks.Task
@@ -137,6 +139,7 @@ func modelBoundBatch(b *testing.B, e *docker.Engine, image, fixture string, n, c
 				if r.Status != tasks.StatusSucceeded || r.Commit == "" || r.Steps != len(modelBoundScript)+1 {
 					b.Fatalf("task %s: %s after %d steps, commit %q: %s", r.ID, r.Status, r.Steps, r.Commit, r.Error)
 				}
+				taskWall += time.Duration(r.Duration)
 			}
 			checkModelBoundBranches(b, repo, n)
 			if left := leftSandboxes(b, e, runID); left > 0 {
@@ -163,6 +166,7 @@ func modelBoundBatch(b *testing.B, e *docker.Engine, image, fixture string, n, c
 	b.ReportMetric(perTask(usage.Unknown), "cpu-ms-unknown/task")
 	b.ReportMetric(perTask(usage.Total()), "cpu-ms-total/task")
 	b.ReportMetric(float64(execs)/tasksDone, "execs/task")
+	b.ReportMetric(taskWall.Seconds()/tasksDone, "wall-s/task")
 	b.ReportMetric(tasksDone/b.Elapsed().Seconds(), "tasks/s")
 	b.ReportMetric(perTask(usage.Machine), "cpu-ms-machine/task")
 	b.ReportMetric(float64(usage.ShimsAtStart), "shims-at-start")
