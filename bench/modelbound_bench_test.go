@@ -2,11 +2,8 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,8 +107,9 @@ func modelBoundBatch(b *testing.B, e *docker.Engine, image, fixture string, n, c
 			}
 			settle()
 		})
-		since, load := time.Now(), loadAverage()
-		meter, err := hostcpu.Start()
+		load := loadAverage()
+		counter := countExecs(b, runID)
+		meter, err := hostcpu.StartNew()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -147,7 +145,7 @@ func modelBoundBatch(b *testing.B, e *docker.Engine, image, fixture string, n, c
 			}
 			b.Logf("load average (1, 5, 15 min) before the batch %s, after %s; machine busy %.1f s, of which measured %.1f s",
 				load, loadAverage(), u.Machine.Seconds(), u.Total().Seconds())
-			execs += countExecs(b, runID, since)
+			execs += counter.done(b)
 			usage.Runner += u.Runner
 			usage.Engine += u.Engine
 			usage.Sandbox += u.Sandbox
@@ -250,31 +248,46 @@ func checkModelBoundBranches(b *testing.B, repo string, n int) {
 	}
 }
 
-// countExecs counts the engine's exec_create events for the containers of
-// run runID since since.
-func countExecs(b *testing.B, runID string, since time.Time) int {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// execCounter counts the engine's exec_create events for the containers
+// of run runID from its start to done, as they come: the engine keeps
+// too few past events to count them afterwards.
+type execCounter struct {
+	cancel context.CancelFunc
+	n      chan int
+}
+
+func countExecs(b *testing.B, runID string) *execCounter {
+	ctx, cancel := context.WithCancel(context.Background())
 	res := dockertest.Client(b).Events(ctx, client.EventsListOptions{
-		Since:   strconv.FormatInt(since.Unix()-1, 10),
-		Until:   strconv.FormatInt(time.Now().Unix()+1, 10),
 		Filters: make(client.Filters).Add("event", "exec_create").Add("label", docker.LabelRun+"="+runID),
 	})
-	n := 0
-	for {
-		select {
-		case _, ok := <-res.Messages:
-			if !ok {
-				return n
+	c := &execCounter{cancel: cancel, n: make(chan int, 1)}
+	go func() {
+		n := 0
+		defer func() { c.n <- n }()
+		for {
+			select {
+			case _, ok := <-res.Messages:
+				if !ok {
+					return
+				}
+				n++
+			case <-res.Err:
+				return
 			}
-			n++
-		case err := <-res.Err:
-			if err != nil && !errors.Is(err, io.EOF) {
-				b.Fatalf("engine events: %v", err)
-			}
-			return n
 		}
+	}()
+	return c
+}
+
+// done ends the count; the stream's events up to now have arrived once
+// the engine has answered a later request.
+func (c *execCounter) done(b *testing.B) int {
+	if _, err := dockertest.Client(b).Ping(context.Background(), client.PingOptions{}); err != nil {
+		b.Fatal(err)
 	}
+	c.cancel()
+	return <-c.n
 }
 
 // modelLatency is how long the scripted model takes per completion:
