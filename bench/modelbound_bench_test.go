@@ -29,20 +29,24 @@ import (
 // two modes one after the other in each concurrency, their order reversed
 // with RUNNER_BENCH_REVERSE (bench/run.sh -n 2 cpu sets it every other
 // round, which alternates the modes; -count would repeat each mode in a
-// row). One iteration is one batch (-benchtime 1x). It reports per task the host's CPU time
-// (internal/hostcpu): cpu-ms-runner (this process: batch.Run, the agents,
-// the scripted model, the commits), cpu-ms-engine (dockerd, containerd,
-// the shims, runc), cpu-ms-sandbox (the containers' processes: the
-// commands, the channel's helper), cpu-ms-unknown (exits whose parent was
-// gone unseen) and cpu-ms-total, their sum; cpu-ms-machine, every CPU's
-// busy time, whoever's (the rest of the machine's work included); the
-// engine's execs per task (its exec_create events for the batch's
-// containers, which shows which mode ran); a task's wall time from start
-// to commit (wall-s/task, of which the model's latency is 11 times
-// RUNNER_BENCH_MODEL_LATENCY), and the batch's (ns/op) and tasks/s. It logs the load average around each batch and,
-// per concurrency, the ratios channel/exec. It fails if a task does not
-// commit, if a container of the batch is left, or if the exit records
-// overflowed.
+// row). One iteration is one batch (-benchtime 1x).
+//
+// It reports per task the host's CPU time (internal/hostcpu, StartNew:
+// containers already running when a batch starts count nowhere, and
+// shims-at-start says how many there were): cpu-ms-runner (this process:
+// batch.Run, the agents, the scripted model, the commits), cpu-ms-engine
+// (dockerd, containerd, the shims, runc, fuse-overlayfs), cpu-ms-sandbox
+// (the containers' processes: the commands, the channel's helper),
+// cpu-ms-unknown (exits whose parent was gone unseen) and cpu-ms-total,
+// their sum; cpu-ms-machine, every CPU's busy time, whoever's (the rest of
+// the machine's work included); the engine's execs per task (its
+// exec_create events for the batch's containers, which shows which mode
+// ran); a task's wall time from start to commit (wall-s/task, of which
+// the model's latency is 11 times RUNNER_BENCH_MODEL_LATENCY), and the
+// batch's (ns/op) and tasks/s. It logs the load average around each batch
+// and, per concurrency, the ratios channel/exec. It fails if a task does
+// not commit its edit, if a container of the batch is left, or if the
+// exit records overflowed.
 func BenchmarkModelBoundCPU(b *testing.B) {
 	exec := dockertest.Engine(b)
 	channel := dockertest.Engine(b).OwnedBy(sandbox.Self())
