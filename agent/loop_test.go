@@ -218,11 +218,11 @@ func TestLimits(t *testing.T) {
 	})
 	t.Run("caller's deadline", func(t *testing.T) {
 		// The caller's deadline, not a stop by the user, passes during a
-		// command: a time limit, like the run's own.
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
+		// command: a time limit, like the run's own. It passes when the
+		// command starts, however long the model's turn took.
+		ctx := &passingDeadline{Context: context.Background(), done: make(chan struct{})}
 		sb := newMemSandbox(nil)
-		sb.exec = func(string) (sandbox.ExecResult, error) { <-ctx.Done(); return sandbox.ExecResult{}, ctx.Err() }
+		sb.exec = func(string) (sandbox.ExecResult, error) { ctx.pass(); return sandbox.ExecResult{}, ctx.Err() }
 		srv := fakellm.New(t, loopTurn)
 		a, _ := newTestAgent(t, srv, sb, Config{})
 		if out := a.Run(ctx); out.Status != StatusTimeLimit {
@@ -371,5 +371,23 @@ func TestTimeLimitPassedBeforeTheContextFires(t *testing.T) {
 	}
 	if !strings.Contains(traj.String(), `"status":"time_limit"`) {
 		t.Errorf("the trajectory does not end at the time limit:\n%s", traj.String())
+	}
+}
+
+// passingDeadline is a context whose deadline passes when pass is called.
+type passingDeadline struct {
+	context.Context
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *passingDeadline) pass()                 { c.once.Do(func() { close(c.done) }) }
+func (c *passingDeadline) Done() <-chan struct{} { return c.done }
+func (c *passingDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }

@@ -21,10 +21,10 @@ import (
 	"github.com/runner-dev/runner/tasks"
 )
 
-// batchTasks is the size of the queue; RUNNER_BENCH_TASKS overrides it for
-// a quick look.
-func batchTasks(tb testing.TB) int {
-	n := 50
+// batchTasks is the size of the queue, def unless RUNNER_BENCH_TASKS
+// overrides it for a quick look.
+func batchTasks(tb testing.TB, def int) int {
+	n := def
 	if s := os.Getenv("RUNNER_BENCH_TASKS"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 1 {
@@ -49,7 +49,7 @@ func BenchmarkBatch(b *testing.B) {
 	e := dockertest.Engine(b)
 	image := dockertest.Busybox(b)
 	fixture := fixtureRepo(b, 100)
-	n := batchTasks(b)
+	n := batchTasks(b, 50)
 	script, err := filepath.Abs("baseline-batch.sh")
 	if err != nil {
 		b.Fatal(err)

@@ -6,7 +6,9 @@
 #   bench/run.sh [-n ROUNDS] [-o FILE] [-a] [GROUP...]
 #   bench/run.sh -s FILE          (summarize an earlier output only)
 #
-# GROUPs: exec clone ready copyout commit batch tokens budget (default: all).
+# GROUPs: exec clone ready copyout commit batch tokens budget (default: all),
+# and cpu (the model-bound batch's CPU per task, channel against exec per
+# command; about 6 minutes a round, not in the default).
 # Each round runs every selected group once, runner's sub-benchmarks beside
 # their baselines, so that the noise of a shared machine falls on both; the
 # summary takes the median of the rounds. The raw `go test -bench` output
@@ -122,6 +124,7 @@ run_group() {
 		(cd bench && "$bin/bench.test" "${t[@]}" -test.bench "^$name\$/^files=$large" -test.benchtime 1x)
 		;;
 	batch) (cd bench && "$bin/bench.test" "${t[@]}" -test.bench '^BenchmarkBatch$' -test.benchtime 1x -test.timeout 3h) ;;
+	cpu) (cd bench && "$bin/bench.test" "${t[@]}" -test.bench '^BenchmarkModelBoundCPU$' -test.benchtime 1x -test.timeout 1h) ;;
 	tokens) (cd bench && "$bin/bench.test" "${t[@]}" -test.bench '^BenchmarkTokens$' -test.benchtime 1x) ;;
 	budget)
 		(cd agent && "$bin/agent.test" "${t[@]}" -test.bench '^BenchmarkCapShareAtExhaustion$' -test.benchtime 1x)
@@ -142,7 +145,7 @@ for r in $(seq 1 "$rounds"); do
 	fi
 	for g in "$@"; do
 		echo "== round $r/$rounds: $g" >&2
-		run_group "$g" 2>&1 | tee -a "$out" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' >&2 || true
+		run_group "$g" 2>&1 | tee -a "$out" | grep -E '^(Benchmark|--- FAIL|FAIL|panic|.*channel/exec)' >&2 || true
 	done
 done
 echo >&2

@@ -84,6 +84,31 @@ func TestServeExec(t *testing.T) {
 	}
 }
 
+// A command that prints the wrapper's marks, which it can read from its
+// environment, forges neither a timeout nor an out-of-memory kill: the
+// helper knows both without marks, and the text stays in the output.
+func TestServeExecMarksAreNotForgeable(t *testing.T) {
+	c := serveInProcess(t)
+	res, err := c.Exec(context.Background(), `printf '%s:timeout\n%s:oom\n%s:exit:0\n' "$RUNNER_EXEC" "$RUNNER_EXEC" "$RUNNER_EXEC" >&2; exit 4`,
+		"/", cmdwrap.NewMark(), sandbox.ExecOptions{Timeout: time.Minute, MaxOutput: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TimedOut || res.OOMKilled || res.ExitCode != 4 || strings.Count(res.Stderr, "runner-exec-") != 3 {
+		t.Errorf("result = %+v; want exit 4, neither timed out nor killed for memory, the three lines kept", res)
+	}
+}
+
+// An exec whose mark is not of NewMark's form is refused, nothing run.
+func TestServeExecRefusesBadMark(t *testing.T) {
+	c := serveInProcess(t)
+	for _, mark := range []string{"", "runner-exec-.*", "runner-exec-aaaaaaaa bbbb"} {
+		if res, err := c.Exec(context.Background(), "true", "/", mark, sandbox.ExecOptions{Timeout: time.Minute, MaxOutput: 1024}); err == nil {
+			t.Errorf("mark %q: %+v, want an error", mark, res)
+		}
+	}
+}
+
 func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)

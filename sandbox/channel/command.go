@@ -19,17 +19,16 @@ const (
 	// command exited (a process it left behind holds it), as with the
 	// engine's exec.
 	drainPeriod = 500 * time.Millisecond
-	// KillGrace is how long past its timeout the helper waits for the
-	// wrapper's watchdog before it kills the command itself (a command
-	// can kill its watchdog).
+	// KillGrace is how long past its timeout the helper waits for a
+	// command it killed to end, before it answers without its exit code.
 	KillGrace = 20 * time.Second
 )
 
-// runCommand runs req.Cmd with the command wrapper, in a session of its
-// own as the engine's exec would, so that the wrapper finds the command's
-// processes the same way. The wrapper's stdin is a pipe held by the
-// helper: closing it (at the timeout, on cancel, or when the helper dies)
-// makes the watchdog kill every process of the command.
+// runCommand runs req.Cmd as the command wrapper would (sh -c, in a
+// session of its own, its environment marked with req.Mark), with the
+// helper itself as its watchdog: at the timeout, or when ctx ends (a
+// cancel, or the helper's end), reap kills every process of the command.
+// No wrapper process is started: a command costs one process start.
 func runCommand(ctx context.Context, req Request) (*sandbox.ExecResult, error) {
 	timeout := time.Duration(req.TimeoutNS)
 	if timeout <= 0 {
@@ -43,13 +42,15 @@ func runCommand(ctx context.Context, req Request) (*sandbox.ExecResult, error) {
 	if !cmdwrap.ValidMark(mark) {
 		return nil, fmt.Errorf("%w: exec mark %q", ErrMalformed, mark)
 	}
-	cmd := exec.Command("sh", "-c", cmdwrap.Script, "runner-exec", "run", mark, req.Cmd)
+	cmd := exec.Command("sh", "-c", req.Cmd)
 	cmd.Env = append(append(os.Environ(), req.Env...), "RUNNER_EXEC="+mark)
 	cmd.Dir = req.Dir
+	// Its own session, as an exec's; stdin is /dev/null, as the wrapper
+	// gives the command.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out := cmdwrap.NewOutput(max, mark)
+	out := cmdwrap.NewPlainOutput(max)
 	var omu sync.Mutex
-	// The wrapper writes to pipes of the helper's own rather than through
+	// The command writes to pipes of the helper's own rather than through
 	// os/exec's copying, so that the helper knows when a process left
 	// behind keeps the output open (Detached) whatever the exit code.
 	streams, err := newStreams(cmd, lockedWriter{&omu, out.Stdout()}, lockedWriter{&omu, out.Stderr()})
@@ -57,60 +58,52 @@ func runCommand(ctx context.Context, req Request) (*sandbox.ExecResult, error) {
 		return nil, err
 	}
 	defer streams.close()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
+	oom0 := oomKills()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		stdin.Close()
 		return nil, fmt.Errorf("start the command: %w", err)
 	}
 	streams.started()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	root := cmd.Process.Pid
+	waited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(waited)
+	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var grace <-chan time.Time
-	cancelled := false
-	var werr error
-wait:
-	for {
-		select {
-		case werr = <-waited:
-			break wait
-		case <-ctx.Done():
-			if !cancelled {
-				cancelled = true
-				stdin.Close()
-				g := time.NewTimer(KillGrace)
-				defer g.Stop()
-				grace = g.C
-			}
-		case <-timer.C:
-			stdin.Close()
-			g := time.NewTimer(KillGrace)
-			defer g.Stop()
-			grace = g.C
-		case <-grace:
-			// The watchdog did not finish the command: kill it from a
-			// second run of the wrapper, and stop waiting for it.
-			killCommand(mark)
-			omu.Lock()
-			out.TimedOut = true
-			omu.Unlock()
-			werr = <-waited
-			break wait
-		}
+	cancelled, timedOut := false, false
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		cancelled = true
+	case <-timer.C:
+		timedOut = true
 	}
-	stdin.Close()
-	_ = werr // the exit status is read from ProcessState
+	ended := !cancelled && !timedOut
+	if !ended {
+		reap(mark, root)
+		// Killed, its first process ends at once; one the kernel cannot
+		// end (stuck in a system call) is let go after a while.
+		g := time.NewTimer(KillGrace)
+		select {
+		case <-waited:
+			ended = true
+		case <-g.C:
+		}
+		g.Stop()
+	}
 	res := &sandbox.ExecResult{Detached: !streams.drain(drainPeriod)}
 	res.Duration = time.Since(start)
 	omu.Lock()
+	out.TimedOut = timedOut
+	out.OOMKilled = oomKills() > oom0
 	out.Fill(res)
 	omu.Unlock()
-	res.ExitCode = exitCode(cmd.ProcessState)
+	res.ExitCode = 137 // as a shell reports a KILL
+	if ended {
+		res.ExitCode = exitCode(cmd.ProcessState)
+	}
 	if cancelled {
 		return nil, ctx.Err()
 	}
@@ -127,16 +120,6 @@ func exitCode(st *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return st.ExitCode()
-}
-
-// killCommand kills every process of the command marked mark, waiting for
-// the kill to finish (bounded).
-func killCommand(mark string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	k := exec.CommandContext(ctx, "sh", "-c", cmdwrap.Script, "runner-exec", "kill", mark)
-	k.Env = append(os.Environ(), "RUNNER_EXEC_KILLER=1")
-	_ = k.Run()
 }
 
 // lockedWriter serializes the writes of the two output readers.
