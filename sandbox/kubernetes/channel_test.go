@@ -198,7 +198,7 @@ func TestChannelReplacedHelperNeverRuns(t *testing.T) {
 		t.Errorf("read the snapshot: %v", err)
 	}
 	rc.Close()
-	out, err := podExec(t, sb, "sh", "-c", "cat /.runner/h; cat /tmp/fake-helper-ran 2>/dev/null")
+	out, err := podExec(t, sb, "sh", "-c", "cat /.runner/h; cat /tmp/fake-helper-ran 2>/dev/null; true")
 	if err != nil {
 		t.Fatalf("read the pod: %v: %s", err, out)
 	}
