@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/runner-dev/runner/sandbox/channel"
 )
@@ -106,11 +107,14 @@ func (s *Sandbox) dialChannel(ctx context.Context) (*channel.Client, error) {
 		return nil, err
 	}
 	go func() {
-		// Once the channel ends, for whatever reason, so does its stream
-		// (and a write of its output has no reader to wait for).
+		// Once the channel ends, for whatever reason, so does its stream:
+		// the helper saw its input end and exits, and what it still
+		// writes is read and dropped, so that the stream ends as a
+		// command's does; one that does not end within streamLinger is
+		// cut.
 		<-c.Down()
-		outR.CloseWithError(c.Err())
-		cancel()
+		go io.Copy(io.Discard, outR)
+		s.endStream()
 	}()
 	return c, nil
 }
@@ -130,9 +134,26 @@ func (s *Sandbox) closeChannel() {
 		return
 	}
 	s.ch.link.Close()
-	if s.ch.cancel != nil {
-		s.ch.cancel()
+	s.endStream()
+}
+
+// streamLinger is how long the channel's stream may take to end by
+// itself once its input is closed, before it is cut (which client-go
+// reports as copy errors in its log).
+const streamLinger = 3 * time.Second
+
+// endStream waits, bounded, for the channel's stream to end, then cuts it.
+func (s *Sandbox) endStream() {
+	if s.ch.cancel == nil {
+		return
 	}
+	t := time.NewTimer(streamLinger)
+	select {
+	case <-s.ch.ended:
+	case <-t.C:
+	}
+	t.Stop()
+	s.ch.cancel()
 }
 
 // linkHost is the sandbox as its channel's link needs it.
