@@ -13,14 +13,22 @@ import (
 
 // kubernetesOptions are the Kubernetes backend's options from the flags
 // and the environment: the sandbox helper beside runner (sandboxHelper) as
-// the egress probe's helper, and the pod runner runs in from
+// the egress probe's helper and, unless RUNNER_CHANNEL=0 (channelWanted,
+// as for Docker), the command channel's; and the pod runner runs in from
 // the downward API (RUNNER_POD_NAME, RUNNER_POD_UID).
 func kubernetesOptions(b *backendFlags, getenv func(string) string, log *slog.Logger) (kubernetes.Options, error) {
 	opt := kubernetes.Options{Context: b.kubeContext, Namespace: b.namespace, EgressProbe: b.egressProbe}
+	on, err := channelWanted(getenv)
+	if err != nil {
+		return opt, cli.Usagef("%v", err)
+	}
 	if bin, err := sandboxHelper(); err == nil {
-		opt.Helper = bin
+		opt.Helper, opt.Channel = bin, on
 	} else {
 		log.Info("no egress probe helper: a network none sandbox cannot start on the cluster", "why", err.Error())
+		if on {
+			log.Info("sandboxes run each command with an exec of their own", "why", err.Error())
+		}
 	}
 	name, uid := getenv("RUNNER_POD_NAME"), getenv("RUNNER_POD_UID")
 	switch {

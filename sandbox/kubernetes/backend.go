@@ -1,7 +1,8 @@
 // Package kubernetes is the sandbox backend that runs each sandbox as one
 // hardened Pod of a Kubernetes cluster, reached through its API server with
 // client-go: commands and files travel over exec (WebSocket, SPDY only
-// where the upgrade fails), the workspace as tar streams over exec, and
+// where the upgrade fails), or, with Options.Channel, over one long exec
+// to the sandbox's helper; the workspace as tar streams over exec, and
 // network "none" is a deny-all egress NetworkPolicy that a probe from inside
 // the pod must find enforced, or the sandbox does not start.
 package kubernetes
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/channel"
 )
 
 // Options say which cluster and namespace to use.
@@ -34,10 +36,16 @@ type Options struct {
 	// always probed too. Empty means DefaultEgressProbe.
 	EgressProbe []string
 	// Helper is a static Linux executable that runs the sandbox's probe
-	// (runner itself, or cmd/sandbox-channel) when given its subcommand;
+	// and its command channel (runner itself, or cmd/sandbox-channel) when
+	// given their subcommands;
 	// "" = no helper: network "none" then cannot be proven, and Start
 	// fails closed.
 	Helper string
+	// Channel makes every sandbox serve its commands and file operations
+	// through the command channel: Helper, started once in the pod, on one
+	// exec's stream (see channel.go). It needs Helper. Without it, each
+	// command and file operation is an exec of the API server.
+	Channel bool
 	// OwnerPod, when set, is the pod runner itself runs in (from the
 	// downward API: RUNNER_POD_NAME / RUNNER_POD_UID): every pod and policy
 	// runner makes gets an ownerReference to it, so that the cluster
@@ -82,6 +90,14 @@ func Connect(ctx context.Context, opt Options) (*Backend, error) {
 	if ns == "" {
 		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
 			ns = "default"
+		}
+	}
+	if opt.Channel {
+		if opt.Helper == "" {
+			return nil, fmt.Errorf("kubernetes: the command channel needs a helper (Options.Helper)")
+		}
+		if err := channel.CheckBinary(opt.Helper); err != nil {
+			return nil, fmt.Errorf("kubernetes: the command channel: %w", err)
 		}
 	}
 	rc = rest.CopyConfig(rc)

@@ -57,6 +57,11 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	if closed {
 		return nil, sandbox.ErrClosed
 	}
+	// The freeze kills the channel's helper too: the sandbox stops, so
+	// that end is no fallback to tell anyone about. (The helper's own tar
+	// is not used: it gives the workspace's root entry no owner or mode,
+	// and no entry its time.)
+	s.closeChannel()
 	var out tail
 	code, err := s.stream(ctx, s.command(sandbox.Workdir, nil, "sh", "-c", freezeScript), nil, &out, &out)
 	if err != nil {

@@ -25,7 +25,8 @@ var policySettle = 10 * time.Second
 // proveNoEgress copies the helper into the pod and runs its probe against
 // the API server's addresses and Options.EgressProbe: every one must be
 // unreachable, or the cluster does not enforce the policy and the sandbox
-// fails closed. The helper is removed afterwards.
+// fails closed. The helper is removed afterwards, unless the channel's
+// start is to replace it.
 func (s *Sandbox) proveNoEgress(ctx context.Context) error {
 	bin, err := os.Open(s.b.opt.Helper)
 	if err != nil {
@@ -71,7 +72,10 @@ func (s *Sandbox) proveNoEgress(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	_, _ = s.stream(ctx, s.command(helperDir, nil, "rm", "-f", helperPath), nil, io.Discard, io.Discard)
+	if !s.b.channelWanted() {
+		// With the channel, the helper's start replaces the file.
+		_, _ = s.stream(ctx, s.command(helperDir, nil, "rm", "-f", helperPath), nil, io.Discard, io.Discard)
+	}
 	return nil
 }
 

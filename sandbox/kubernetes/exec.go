@@ -37,6 +37,9 @@ func (s *Sandbox) Exec(ctx context.Context, cmd string, opt sandbox.ExecOptions)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
+	if res, err, ok := s.link().Exec(ctx, cmd, dir, opt); ok {
+		return res, err
+	}
 	mark := cmdwrap.NewMark()
 	start := time.Now()
 	out := cmdwrap.NewOutput(opt.MaxOutput, mark)
@@ -123,6 +126,7 @@ wait:
 	defer mu.Unlock()
 	res.ExitCode = r.code
 	out.Fill(&res)
+	res.Notice = s.link().TakeNotice()
 	res.Duration = time.Since(start)
 	return res, nil
 }

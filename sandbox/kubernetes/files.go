@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/sandbox"
+	"github.com/runner-dev/runner/sandbox/channel"
 	"github.com/runner-dev/runner/sandbox/cmdwrap"
 	"github.com/runner-dev/runner/sandbox/fileops"
 )
@@ -17,12 +18,16 @@ import (
 // running then (blocked opening a FIFO swapped in under it, say) is killed.
 var fileOpTimeout = 30 * time.Second
 
-// ReadFile returns the content of a regular file in the workspace, read by
-// the file helper as the sandbox user (see fileops.Script).
+// ReadFile returns the content of a regular file in the workspace, read
+// through the channel, else by the file helper, as the sandbox user (see
+// fileops.Script).
 func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	abs, err := fileops.Resolve(p)
 	if err != nil {
 		return nil, err
+	}
+	if data, err, ok := fileChannel(ctx, s, func(ctx context.Context, c *channel.Client) ([]byte, error) { return c.ReadFile(ctx, abs) }); ok {
+		return data, err
 	}
 	op := fileops.ReadOp(p, abs)
 	res, err := s.runFile(ctx, op)
@@ -42,6 +47,11 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, mode fs.
 	if abs == sandbox.Workdir {
 		return fmt.Errorf("write %s: %w", p, sandbox.ErrIsDir)
 	}
+	if _, err, ok := fileChannel(ctx, s, func(ctx context.Context, c *channel.Client) (struct{}, error) {
+		return struct{}{}, c.WriteFile(ctx, abs, data, mode)
+	}); ok {
+		return err
+	}
 	op := fileops.WriteOp(p, abs, data, mode)
 	res, err := s.runFile(ctx, op)
 	if err != nil {
@@ -56,6 +66,11 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]
 	abs, err := fileops.Resolve(dir)
 	if err != nil {
 		return nil, err
+	}
+	if files, err, ok := fileChannel(ctx, s, func(ctx context.Context, c *channel.Client) ([]sandbox.FileInfo, error) {
+		return c.ListFiles(ctx, abs, recursive)
+	}); ok {
+		return files, err
 	}
 	op := fileops.ListOp(dir, abs, recursive)
 	res, err := s.runFile(ctx, op)

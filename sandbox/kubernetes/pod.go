@@ -95,7 +95,7 @@ func (b *Backend) podSpec(cfg sandbox.Config, name string, deadline time.Time) *
 		}
 		initEnv = append(initEnv, corev1.EnvVar{Name: fileops.CACertsEnv, Value: string(cfg.CACerts)})
 	}
-	if cfg.Network == "none" {
+	if cfg.Network == "none" || b.channelWanted() {
 		volumes = append(volumes, scratch("runner", helperVolumeSize))
 		mounts = append(mounts, corev1.VolumeMount{Name: "runner", MountPath: helperDir})
 	}

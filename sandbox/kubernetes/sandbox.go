@@ -21,7 +21,8 @@ type Sandbox struct {
 	name     string
 	cfg      sandbox.Config
 	deadline time.Time
-	policy   bool // a NetworkPolicy of the same name exists
+	policy   bool          // a NetworkPolicy of the same name exists
+	ch       *channelState // nil without a channel
 
 	mu        sync.Mutex
 	stopped   bool
@@ -101,6 +102,7 @@ func (b *Backend) StartPod(ctx context.Context, cfg sandbox.Config) (*Sandbox, e
 			return nil, err
 		}
 	}
+	s.startChannel(ctx)
 	if err := s.copyIn(ctx, cfg.Workspace); err != nil {
 		return nil, err
 	}
@@ -222,6 +224,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.closeChannel()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
 		var errs []error
@@ -241,6 +244,27 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// seenStopped reports whether one look at the pod finds it gone, being
+// deleted, or its sandbox container not running; an answer the API server
+// could not give counts as running.
+func (s *Sandbox) seenStopped(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	pod, err := s.b.cs.CoreV1().Pods(s.b.namespace).Get(ctx, s.name, metav1.GetOptions{})
+	if err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return true
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == containerName {
+			return c.State.Running == nil
+		}
+	}
+	return false
 }
 
 // stoppedError explains why the pod no longer runs, for a caller whose
