@@ -215,13 +215,17 @@ func (l *Link) watch(ctx context.Context, c *Client, cmd, dir, mark string, opt 
 }
 
 // File runs a file operation through the channel when there is one,
-// bounded by timeout; ok is false when the caller should run it with an
-// exec of its own. File operations are safe to repeat, so one in flight
-// when the channel ends is run again that way.
-func File[T any](ctx context.Context, l *Link, timeout time.Duration, do func(ctx context.Context, c *Client) (T, error)) (v T, err error, ok bool) {
+// after usable (the sandbox's own check that it is open), bounded by
+// timeout; ok is false when the caller should run it with an exec of its
+// own. File operations are safe to repeat, so one in flight when the
+// channel ends is run again that way.
+func File[T any](ctx context.Context, l *Link, usable func() error, timeout time.Duration, do func(ctx context.Context, c *Client) (T, error)) (v T, err error, ok bool) {
 	c := l.Client()
 	if c == nil {
 		return v, nil, false
+	}
+	if err := usable(); err != nil {
+		return v, err, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -171,16 +171,3 @@ func (d *Sandbox) seenStopped(ctx context.Context) bool {
 	}
 	return res.Container.State != nil && !res.Container.State.Running
 }
-
-// fileChannel runs a file operation through the channel when there is
-// one, bounded by fileOpTimeout as one run of the file helper is; ok is
-// false when the caller should run it with an exec of its own.
-func fileChannel[T any](ctx context.Context, d *Sandbox, do func(ctx context.Context, c *channel.Client) (T, error)) (v T, err error, ok bool) {
-	if d.link().Client() == nil {
-		return v, nil, false
-	}
-	if err := d.usable(); err != nil {
-		return v, err, true
-	}
-	return channel.File(ctx, d.link(), fileOpTimeout, do)
-}

@@ -162,16 +162,3 @@ type linkHost struct{ s *Sandbox }
 func (h linkHost) Kill(ctx context.Context, mark string)  { h.s.kill(ctx, mark) }
 func (h linkHost) SeenStopped(ctx context.Context) bool   { return h.s.seenStopped(ctx) }
 func (h linkHost) StoppedError(ctx context.Context) error { return h.s.stoppedError(ctx) }
-
-// fileChannel runs a file operation through the channel when there is
-// one, bounded by fileOpTimeout as one run of the file helper is; ok is
-// false when the caller should run it with an exec of its own.
-func fileChannel[T any](ctx context.Context, s *Sandbox, do func(ctx context.Context, c *channel.Client) (T, error)) (v T, err error, ok bool) {
-	if s.link().Client() == nil {
-		return v, nil, false
-	}
-	if err := s.usable(); err != nil {
-		return v, err, true
-	}
-	return channel.File(ctx, s.link(), fileOpTimeout, do)
-}

@@ -26,7 +26,7 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, err, ok := fileChannel(ctx, s, func(ctx context.Context, c *channel.Client) ([]byte, error) { return c.ReadFile(ctx, abs) }); ok {
+	if data, err, ok := channel.File(ctx, s.link(), s.usable, fileOpTimeout, func(ctx context.Context, c *channel.Client) ([]byte, error) { return c.ReadFile(ctx, abs) }); ok {
 		return data, err
 	}
 	op := fileops.ReadOp(p, abs)
@@ -47,7 +47,7 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, mode fs.
 	if abs == sandbox.Workdir {
 		return fmt.Errorf("write %s: %w", p, sandbox.ErrIsDir)
 	}
-	if _, err, ok := fileChannel(ctx, s, func(ctx context.Context, c *channel.Client) (struct{}, error) {
+	if _, err, ok := channel.File(ctx, s.link(), s.usable, fileOpTimeout, func(ctx context.Context, c *channel.Client) (struct{}, error) {
 		return struct{}{}, c.WriteFile(ctx, abs, data, mode)
 	}); ok {
 		return err
@@ -67,7 +67,7 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string, recursive bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	if files, err, ok := fileChannel(ctx, s, func(ctx context.Context, c *channel.Client) ([]sandbox.FileInfo, error) {
+	if files, err, ok := channel.File(ctx, s.link(), s.usable, fileOpTimeout, func(ctx context.Context, c *channel.Client) ([]sandbox.FileInfo, error) {
 		return c.ListFiles(ctx, abs, recursive)
 	}); ok {
 		return files, err
