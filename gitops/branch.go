@@ -15,9 +15,14 @@ import (
 )
 
 // openRepo opens the repository at path (a worktree, its .git, a bare
-// repository or a linked worktree) without writing anything.
+// repository or a linked worktree) without writing anything, with steady
+// listings (see steadyFS), since other tasks and git may write to it
+// meanwhile.
 func openRepo(path string) (*git.Repository, error) {
 	repo, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err == nil {
+		repo, err = steadyRepo(repo)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}

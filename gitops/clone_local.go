@@ -12,7 +12,6 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
@@ -45,10 +44,11 @@ func localGitDir(url string) string {
 }
 
 // openLocal opens the object store and refs of a repository read-only,
-// keeping its packs open while in use. close releases them.
+// keeping its packs open while in use, with steady listings (see
+// steadyFS): the batch's other tasks commit to it meanwhile. close
+// releases them.
 func openLocal(gitDir string) (repo *git.Repository, close func(), err error) {
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
-		filesystem.Options{KeepDescriptors: true})
+	st := steadyStorage(osfs.New(gitDir), filesystem.Options{KeepDescriptors: true})
 	repo, err = git.Open(st, nil)
 	if err != nil {
 		st.Close()
