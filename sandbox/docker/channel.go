@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -20,13 +24,12 @@ import (
 )
 
 // The channel: with a helper binary (UseChannel), every sandbox gets it
-// at start, in a memory-backed volume of its own owned by root (mode 0755,
-// the file 0555), which the sandbox user can neither write nor replace,
-// and runs it once, as the sandbox user, in one attached exec. Commands
-// and file operations then travel on that exec's stdin and stdout
-// (package channel) instead of costing an exec each. If the helper cannot
-// start, or dies (killed by the agent, out of memory), the sandbox goes on
-// with an exec per command, and says so in the next ExecResult's Notice.
+// at start, read-only to the sandbox user (see helperDelivery), and runs
+// it once, as the sandbox user, in one attached exec. Commands and file
+// operations then travel on that exec's stdin and stdout (package
+// channel) instead of costing an exec each. If the helper cannot start,
+// or dies (killed by the agent, out of memory), the sandbox goes on with
+// an exec per command, and says so in the next ExecResult's Notice.
 const (
 	channelDir  = "/.runner"
 	channelPath = channelDir + "/" + channel.Subcommand
@@ -41,23 +44,90 @@ func (e *Engine) UseChannel(bin string) error {
 	if err := channel.CheckBinary(bin); err != nil {
 		return err
 	}
-	e.channelHelper = bin
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	e.channelHelper = abs
+	e.channelBind = new(atomic.Bool)
+	e.channelBind.Store(isLocalDaemon(e.cli.DaemonHost()))
 	return nil
 }
 
-// withChannel adds the helper's volume to hc when the engine has a helper.
-func (e *Engine) withChannel(hc *container.HostConfig) *container.HostConfig {
-	if e.channelHelper == "" {
-		return hc
+// isLocalDaemon reports whether the engine at host (DOCKER_HOST's form)
+// answers on a socket of this machine, and so may see its files.
+func isLocalDaemon(host string) bool {
+	return strings.HasPrefix(host, "unix://") || strings.HasPrefix(host, "npipe://")
+}
+
+// helperDelivery is how the helper reaches a sandbox's /.runner, which
+// the sandbox user can neither write nor replace:
+//
+//   - bound: with an engine on this machine, the helper's file itself,
+//     mounted read-only (root's file, mode 0555): no copy, no volume, no
+//     cost per sandbox beyond the mount;
+//   - copied: through the archive API (an engine elsewhere, or one that
+//     refused the mount because it does not see the file, as an engine
+//     reached through a socket from another machine or container): into
+//     a memory-backed volume of the sandbox's own, owned by root (0755,
+//     the file 0555).
+//
+// A refused mount turns the engine to copies for good (see
+// createWithChannel).
+type helperDelivery uint8
+
+const (
+	noHelper helperDelivery = iota
+	helperBound
+	helperCopied
+)
+
+// delivery is how the next sandbox gets the helper.
+func (e *Engine) delivery() helperDelivery {
+	switch {
+	case e.channelHelper == "":
+		return noHelper
+	case e.channelBind.Load():
+		return helperBound
 	}
-	hc.Mounts = append(hc.Mounts, mount.Mount{
-		Type:   mount.TypeVolume,
-		Target: channelDir,
-		VolumeOptions: &mount.VolumeOptions{DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
-			"type": "tmpfs", "device": "tmpfs", "o": "size=128m,mode=0755,nosuid,nodev",
-		}}},
-	})
-	return hc
+	return helperCopied
+}
+
+// withChannel adds the helper's mount to a copy of hc.
+func (e *Engine) withChannel(hc *container.HostConfig, how helperDelivery) *container.HostConfig {
+	c := *hc
+	c.Mounts = slices.Clone(hc.Mounts)
+	switch how {
+	case helperBound:
+		c.Mounts = append(c.Mounts, mount.Mount{Type: mount.TypeBind, Source: e.channelHelper, Target: channelPath, ReadOnly: true})
+	case helperCopied:
+		c.Mounts = append(c.Mounts, mount.Mount{
+			Type:   mount.TypeVolume,
+			Target: channelDir,
+			VolumeOptions: &mount.VolumeOptions{DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
+				"type": "tmpfs", "device": "tmpfs", "o": "size=128m,mode=0755,nosuid,nodev",
+			}}},
+		})
+	}
+	return &c
+}
+
+// createWithChannel creates the container with the helper delivered as
+// the engine does now. An engine that refuses to mount the helper because
+// it does not have the file is turned to copies, and the create is tried
+// again so.
+func (e *Engine) createWithChannel(ctx context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, helperDelivery, error) {
+	hc := opts.HostConfig
+	how := e.delivery()
+	opts.HostConfig = e.withChannel(hc, how)
+	created, err := e.cli.ContainerCreate(ctx, opts)
+	if err != nil && how == helperBound && created.ID == "" && strings.Contains(err.Error(), e.channelHelper) {
+		e.channelBind.Store(false)
+		how = helperCopied
+		opts.HostConfig = e.withChannel(hc, how)
+		created, err = e.cli.ContainerCreate(ctx, opts)
+	}
+	return created, how, err
 }
 
 // channelState is a sandbox's channel: the link both backends share, and
@@ -67,10 +137,11 @@ type channelState struct {
 	stderr *fileops.LimitedBuffer
 }
 
-// startChannel copies the helper in and starts it. A failure leaves the
-// sandbox on an exec per command, noted for the next result.
+// startChannel copies the helper in, unless it is mounted, and starts it.
+// A failure leaves the sandbox on an exec per command, noted for the next
+// result.
 func (d *Sandbox) startChannel(ctx context.Context) {
-	if d.e.channelHelper == "" {
+	if d.helper == noHelper {
 		return
 	}
 	d.ch = &channelState{link: channel.NewLink(d.name, linkHost{d}), stderr: &fileops.LimitedBuffer{Max: 4 << 10}}
@@ -90,30 +161,10 @@ func (h linkHost) SeenStopped(ctx context.Context) bool   { return h.d.seenStopp
 func (h linkHost) StoppedError(ctx context.Context) error { return h.d.stoppedError(ctx) }
 
 func (d *Sandbox) dialChannel(ctx context.Context) (*channel.Client, error) {
-	f, err := os.Open(d.e.channelHelper)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{Name: channel.Subcommand, Mode: 0o555, Size: st.Size(), ModTime: time.Unix(0, 0)})
-		if err == nil {
-			_, err = io.Copy(tw, f)
+	if d.helper == helperCopied {
+		if err := d.copyHelper(ctx); err != nil {
+			return nil, err
 		}
-		if err == nil {
-			err = tw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	if _, err := d.e.cli.CopyToContainer(ctx, d.id, client.CopyToContainerOptions{DestinationPath: channelDir, Content: pr}); err != nil {
-		pr.CloseWithError(err)
-		return nil, d.e.explain("copy the channel helper in", "", err)
 	}
 	created, err := d.e.cli.ExecCreate(ctx, d.id, client.ExecCreateOptions{
 		User: user, AttachStdin: true, AttachStdout: true, AttachStderr: true,
@@ -143,6 +194,36 @@ func (d *Sandbox) dialChannel(ctx context.Context) (*channel.Client, error) {
 		att.Close()
 	}()
 	return c, nil
+}
+
+// copyHelper copies the helper into the sandbox's /.runner volume.
+func (d *Sandbox) copyHelper(ctx context.Context) error {
+	f, err := os.Open(d.e.channelHelper)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		err := tw.WriteHeader(&tar.Header{Name: channel.Subcommand, Mode: 0o555, Size: st.Size(), ModTime: time.Unix(0, 0)})
+		if err == nil {
+			_, err = io.Copy(tw, f)
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	if _, err := d.e.cli.CopyToContainer(ctx, d.id, client.CopyToContainerOptions{DestinationPath: channelDir, Content: pr}); err != nil {
+		pr.CloseWithError(err)
+		return d.e.explain("copy the channel helper in", "", err)
+	}
+	return nil
 }
 
 // hijackedCloser closes the whole exec connection.

@@ -176,10 +176,46 @@ func TestChannelThousandCommands(t *testing.T) {
 
 // The agent attacks the helper: it cannot write into the helper's stdin or
 // stdout through /proc (the helper is not dumpable, so its descriptors are
-// root's to open), nor replace or add to the helper's binary; the channel
-// stays up and keeps answering truthfully.
+// root's to open), nor replace or add to the helper's binary, whether the
+// binary is the host's file mounted read-only (an engine on this machine)
+// or a copy in a volume of root's (an engine elsewhere); the channel stays
+// up and keeps answering truthfully.
 func TestChannelAgentAttacksHelper(t *testing.T) {
-	sb := startChannel(t, sandbox.Config{})
+	for _, bound := range []bool{true, false} {
+		t.Run(fmt.Sprintf("bound=%v", bound), func(t *testing.T) {
+			e := channelEngine(t)
+			if !bound {
+				e.CopyChannelHelper()
+			}
+			sb := startOn(t, e, sandbox.Config{})
+			if sb.ChannelPID() == 0 {
+				t.Fatal("the sandbox's channel did not start")
+			}
+			if sb.HelperBound() != bound {
+				t.Fatalf("helper bound: %v, want %v", sb.HelperBound(), bound)
+			}
+			attackHelper(t, sb)
+			want := "0:0 555\n0:0 755" // the copy, in root's volume
+			if bound {
+				// The host's file: root's, as the test built it; the mount
+				// is read-only whatever its mode.
+				want = "0:0 755\n0:0 755"
+				mounts := output(t, sb, "grep ' /.runner/sandbox-channel ' /proc/self/mountinfo")
+				if f := strings.Fields(mounts); len(f) < 6 || !strings.HasPrefix(f[5], "ro") {
+					t.Errorf("the helper's mount is not read-only: %q", mounts)
+				}
+			}
+			out, err := dockerCLI(t, "exec", sb.ID(), "stat", "-c", "%u:%g %a", "/.runner/sandbox-channel", "/.runner")
+			if out = strings.ReplaceAll(out, "\r", ""); err != nil || out != want {
+				t.Errorf("the helper's file and directory: %q, %v; want %q", out, err, want)
+			}
+		})
+	}
+}
+
+// attackHelper runs the attacks of TestChannelAgentAttacksHelper.
+func attackHelper(t *testing.T, sb *docker.Sandbox) {
+	t.Helper()
 	pid := strconv.Itoa(sb.ChannelPID())
 	attacks := []string{
 		"printf 'garbage\\377\\377\\377\\377' > /proc/" + pid + "/fd/0",
@@ -191,16 +227,13 @@ func TestChannelAgentAttacksHelper(t *testing.T) {
 		"chmod 0777 /.runner/sandbox-channel",
 		"touch /.runner/x",
 		"echo x >> /.runner/sandbox-channel",
+		"umount /.runner/sandbox-channel",
 	}
 	for _, a := range attacks {
 		res := run(t, sb, a, sandbox.ExecOptions{})
 		if res.ExitCode == 0 {
 			t.Errorf("%s: succeeded, want it refused (output %q)", a, res.Output)
 		}
-	}
-	out, err := dockerCLI(t, "exec", sb.ID(), "stat", "-c", "%u:%g %a", "/.runner/sandbox-channel", "/.runner")
-	if err != nil || out != "0:0 555\n0:0 755" && out != "0:0 555\r\n0:0 755" {
-		t.Errorf("the helper's file and directory: %q, %v; want root's, 0555 and 0755", out, err)
 	}
 	if res := run(t, sb, "echo still", sandbox.ExecOptions{}); res.Stdout != "still\n" || res.Notice != "" {
 		t.Errorf("after the attacks: %+v", res)

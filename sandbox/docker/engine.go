@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -11,8 +12,9 @@ import (
 )
 
 // Engine is a connection to a Docker engine, local or remote (DOCKER_HOST
-// tcp:// or ssh://). Nothing in this package relies on a filesystem shared
-// with the engine.
+// tcp:// or ssh://). Nothing in this package needs a filesystem shared
+// with the engine: the one use it makes of one, the channel helper's
+// mount, falls back to a copy (see helperDelivery).
 type Engine struct {
 	cli *client.Client
 	// owner labels the sandboxes this Engine starts.
@@ -20,6 +22,9 @@ type Engine struct {
 	// channelHelper is the helper binary of the sandboxes' channel, ""
 	// for none (see UseChannel).
 	channelHelper string
+	// channelBind, set when the engine runs on this machine, is whether
+	// the helper is still mounted rather than copied (see helperDelivery).
+	channelBind *atomic.Bool
 }
 
 var _ sandbox.Backend = (*Engine)(nil)

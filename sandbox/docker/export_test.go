@@ -63,3 +63,15 @@ func (d *Sandbox) ChannelTar(ctx context.Context) (io.ReadCloser, error) {
 	}
 	return c.Tar(ctx)
 }
+
+// HelperBound reports whether the sandbox's helper is the host's file
+// mounted read-only (else it was copied in, or there is none).
+func (d *Sandbox) HelperBound() bool { return d.helper == helperBound }
+
+// CopyChannelHelper makes the engine copy the helper into its sandboxes
+// through the archive API, as it does with an engine elsewhere.
+func (e *Engine) CopyChannelHelper() { e.channelBind.Store(false) }
+
+// BindsChannelHelper reports whether the engine mounts the helper into
+// the next sandbox.
+func (e *Engine) BindsChannelHelper() bool { return e.delivery() == helperBound }

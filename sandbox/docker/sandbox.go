@@ -27,9 +27,11 @@ type Sandbox struct {
 	deadline time.Time
 	egress   *dockernet.Egress // nil without an allowlist
 	ch       *channelState     // nil without a channel helper
+	helper   helperDelivery    // how the helper reached it, if at all
 
 	mu        sync.Mutex
-	stopped   bool
+	stopped   bool // snapshot taken: no more commands
+	paused    bool // for the snapshot's copy through the archive API
 	closed    bool
 	closeErr  error
 	closeOnce sync.Once
@@ -69,14 +71,14 @@ func (e *Engine) StartContainer(ctx context.Context, cfg sandbox.Config) (*Sandb
 	if cfg.Disk > 0 {
 		e.limitImageVolumes(ctx, cfg, hc)
 	}
-	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	created, helper, err := e.createWithChannel(ctx, client.ContainerCreateOptions{
 		Name:       name,
 		Config:     containerConfig(cfg, e.owner, deadline),
-		HostConfig: e.withChannel(hc),
+		HostConfig: hc,
 	})
 	// Register the cleanup before looking at the error: a create that
 	// failed late may still have left a container behind.
-	d := &Sandbox{e: e, id: created.ID, name: name, cfg: cfg, deadline: deadline, egress: eg}
+	d := &Sandbox{e: e, id: created.ID, name: name, cfg: cfg, deadline: deadline, egress: eg, helper: helper}
 	if err != nil {
 		d.Close(ctx)
 		return nil, e.explain("create sandbox", cfg.Image, err)
