@@ -3,17 +3,16 @@ package docker_test
 import (
 	"archive/tar"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/runner-dev/runner/sandbox"
 	"github.com/runner-dev/runner/sandbox/docker"
+	"github.com/runner-dev/runner/sandbox/sandboxtest"
 )
 
 // workspaceOfEveryKind makes, as the agent could, an entry of every kind a
@@ -36,36 +35,10 @@ echo shut > shut
 printf 'ü' > 'ünï cødé/f 1'
 chmod 000 shut locked/f locked`
 
-// describeSnapshot lists the entries of sb's snapshot, sorted: name, type
-// flag, permission bits, owner, and the link target or the content's size
-// and hash.
+// describeSnapshot is sandboxtest.DescribeSnapshot.
 func describeSnapshot(t *testing.T, sb sandbox.Sandbox) string {
 	t.Helper()
-	rc, err := sb.Snapshot(context.Background())
-	if err != nil {
-		t.Fatalf("Snapshot: %v", err)
-	}
-	defer rc.Close()
-	var entries []string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read the snapshot: %v", err)
-		}
-		what := h.Linkname
-		if h.Typeflag == tar.TypeReg {
-			sum := sha256.New()
-			n, _ := io.Copy(sum, tr)
-			what = fmt.Sprintf("%d bytes %x", n, sum.Sum(nil)[:6])
-		}
-		entries = append(entries, fmt.Sprintf("%s %c %o %d:%d %s", h.Name, h.Typeflag, h.Mode&0o7777, h.Uid, h.Gid, what))
-	}
-	slices.Sort(entries)
-	return strings.Join(entries, "\n")
+	return sandboxtest.DescribeSnapshot(t, sb)
 }
 
 // paused reports whether the engine shows the container paused.
@@ -114,7 +87,7 @@ func TestChannelSnapshotFreezesTheSandbox(t *testing.T) {
 (f() { f & f & wait; }; f) >/dev/null 2>&1 &
 until [ -s grow ]; do :; done; echo started`)
 	desc := describeSnapshot(t, sb)
-	if !strings.Contains(desc, "./grow 0 644 1000:1000") {
+	if !strings.Contains(desc, "./grow 0 644 1000:1000 ") {
 		t.Fatalf("the writer's file is not in the snapshot:\n%s", desc)
 	}
 	if p := paused(t, sb); p != "false" {
@@ -176,7 +149,7 @@ func TestChannelSnapshotFallsBackToTheArchive(t *testing.T) {
 		t.Fatalf("the sandbox user reads root's file, or it is not root's: %q", out)
 	}
 	desc := describeSnapshot(t, sb)
-	for _, want := range []string{"./rootfile 0 600 0:0 7 bytes", "./mine 0 644 1000:1000 5 bytes"} {
+	for _, want := range []string{`./rootfile 0 600 0:0 "secret\n"`, `./mine 0 644 1000:1000 "mine\n"`} {
 		if !strings.Contains(desc, want) {
 			t.Errorf("snapshot lacks %q:\n%s", want, desc)
 		}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -170,9 +171,14 @@ func testSnapshotUnreadable(t *testing.T, tg Target) {
 	}
 }
 
-// snapshot describes the entries of a snapshot, sorted: name, type flag,
-// permission bits, owner, and the link target or the content.
-func snapshot(t *testing.T, sb sandbox.Sandbox) string {
+// snapshot is DescribeSnapshot.
+func snapshot(t *testing.T, sb sandbox.Sandbox) string { return DescribeSnapshot(t, sb) }
+
+// DescribeSnapshot takes sb's snapshot and describes its entries, one a
+// line, sorted: name, type flag, permission bits, owner, and the link
+// target (symlinks, hard links) or the content (quoted up to 64 bytes,
+// else its size and a hash).
+func DescribeSnapshot(t testing.TB, sb sandbox.Sandbox) string {
 	t.Helper()
 	rc, err := sb.Snapshot(context.Background())
 	if err != nil {
@@ -190,10 +196,14 @@ func snapshot(t *testing.T, sb sandbox.Sandbox) string {
 			t.Fatalf("read the snapshot: %v", err)
 		}
 		body, _ := io.ReadAll(tr)
-		if h.Typeflag == tar.TypeSymlink {
-			body = []byte(h.Linkname)
+		what := fmt.Sprintf("%q", body)
+		switch {
+		case h.Typeflag == tar.TypeSymlink, h.Typeflag == tar.TypeLink:
+			what = fmt.Sprintf("%q", h.Linkname)
+		case len(body) > 64:
+			what = fmt.Sprintf("%d bytes %x", len(body), sha256.Sum256(body))
 		}
-		entries = append(entries, fmt.Sprintf("%s %c %o %d:%d %q", h.Name, h.Typeflag, h.Mode&0o7777, h.Uid, h.Gid, body))
+		entries = append(entries, fmt.Sprintf("%s %c %o %d:%d %s", h.Name, h.Typeflag, h.Mode&0o7777, h.Uid, h.Gid, what))
 	}
 	slices.Sort(entries)
 	return strings.Join(entries, "\n")
