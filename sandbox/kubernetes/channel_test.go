@@ -3,12 +3,10 @@ package kubernetes_test
 import (
 	"context"
 	"io"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,60 +204,5 @@ func TestChannelReplacedHelperNeverRuns(t *testing.T) {
 	}
 	if out != fake {
 		t.Errorf("the helper's file and the replacement's trace = %q; want the replacement untouched and never run", out)
-	}
-}
-
-// countingTransport counts the requests a backend makes to the API server.
-type countingTransport struct {
-	next http.RoundTripper
-	n    *atomic.Int64
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.next.RoundTrip(r)
-}
-
-// Through the channel, the snapshot is the helper's: it costs the API
-// server no request (without it, two execs: the freeze and the image's
-// tar), stops the pod's other processes, and holds the workspace with its
-// owner, an unreadable file's content and a symlink as it is.
-func TestChannelSnapshotCostsNoRequest(t *testing.T) {
-	var requests atomic.Int64
-	opt := k8stest.Options(t)
-	opt.Channel = true
-	opt.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &requests} }
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := kubernetes.Connect(ctx, opt)
-	if err != nil {
-		t.Fatalf("connect to the test cluster: %v", err)
-	}
-	sb := start(t, b, sandbox.Config{})
-	if sb.ChannelPID() == 0 {
-		t.Fatal("the sandbox's channel did not start")
-	}
-	res, err := sb.Exec(ctx, "echo kept > a && ln -s a link && echo shut > shut && chmod 000 shut && (while :; do echo line >> grow; done) >/dev/null 2>&1 & sleep 0.2", sandbox.ExecOptions{})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("set up: %+v, %v", res, err)
-	}
-	before := requests.Load()
-	desc := sandboxtest.DescribeSnapshot(t, sb)
-	if n := requests.Load() - before; n != 0 {
-		t.Errorf("the snapshot made %d requests to the API server, want none", n)
-	}
-	for _, want := range []string{`./ 5 `, ` 1000:1000 `, `./a 0 644 1000:1000 "kept\n"`, `./link 2 777 1000:1000 "a"`, `./shut 0 0 1000:1000 "shut\n"`, `./grow 0 644 1000:1000 `} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("snapshot lacks %q:\n%s", want, desc)
-		}
-	}
-	if running := sleepers(t, sb, "line"); running != "" {
-		for _, l := range strings.Split(running, "\n") {
-			pid := strings.Fields(l)[0]
-			out, err := podExec(t, sb, "sh", "-c", "read -r s < /proc/"+pid+"/stat; s=${s##*) }; echo ${s%% *}")
-			if err == nil && strings.TrimSpace(out) != "T" && strings.TrimSpace(out) != "Z" {
-				t.Errorf("the writer %s is in state %q after the snapshot, want stopped", l, strings.TrimSpace(out))
-			}
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -47,13 +46,9 @@ func (s *Sandbox) copyIn(ctx context.Context, dir string) error {
 }
 
 // Snapshot returns the workspace as a tar stream, taken when no process of
-// the sandbox user can still write: from its call on, Exec is refused.
-// Through the channel, the helper stops every other process of the sandbox
-// (for good) and streams the tar itself: no request to the API server.
-// Otherwise, or when the helper cannot (a process that will not stop, an
-// entry it cannot read), every process of the sandbox but PID 1 (the
-// sleep that keeps the pod) is killed, until /proc shows none, and the
-// image's tar makes the tar, one exec each.
+// the sandbox user can still write: from its call on, Exec is refused, and
+// every process of the sandbox but PID 1 (the sleep that keeps the pod) is
+// killed, until /proc shows none. The tar is made by the image's tar.
 func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	s.mu.Lock()
 	closed := s.closed
@@ -62,15 +57,10 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	if closed {
 		return nil, sandbox.ErrClosed
 	}
-	if c := s.link().Client(); c != nil {
-		rc, err := c.Snapshot(ctx)
-		if err == nil {
-			return rc, nil
-		}
-		slog.Info("sandbox snapshot: the helper could not take it; stopping the sandbox's processes to copy it out", "sandbox", s.name, "cause", err.Error())
-	}
 	// The freeze kills the channel's helper too: the sandbox stops, so
-	// that end is no fallback to tell anyone about.
+	// that end is no fallback to tell anyone about. (The helper's own tar
+	// is not used: it gives the workspace's root entry no owner or mode,
+	// and no entry its time.)
 	s.closeChannel()
 	var out tail
 	code, err := s.stream(ctx, s.command(sandbox.Workdir, nil, "sh", "-c", freezeScript), nil, &out, &out)
