@@ -292,63 +292,16 @@ func (c *Client) ListFiles(ctx context.Context, abs string, recursive bool) ([]s
 }
 
 // Tar streams a tar of the workspace, taken while the sandbox runs (so
-// not a frozen snapshot: see Snapshot for that). The channel serves other
-// requests meanwhile only as fast as the stream is read. Closing the
-// reader early cancels the stream.
+// not a frozen snapshot: see sandbox.Sandbox.Snapshot for that). The
+// channel serves other requests meanwhile only as fast as the stream is
+// read. Closing the reader early cancels the stream.
 func (c *Client) Tar(ctx context.Context) (io.ReadCloser, error) {
-	return c.tar(ctx, false)
-}
-
-// Snapshot is Tar of a frozen sandbox: the helper first stops every other
-// process of the sandbox, for good, and makes what the sandbox user owns
-// readable to it (see the helper's streamTar). An error met before the
-// first byte of the tar (a process that would not stop, an entry another
-// user owns that the sandbox user cannot read, the channel down) is
-// returned here, so that the caller may take the snapshot another way;
-// one met later ends the stream with it.
-func (c *Client) Snapshot(ctx context.Context) (io.ReadCloser, error) {
-	return c.tar(ctx, true)
-}
-
-func (c *Client) tar(ctx context.Context, freeze bool) (io.ReadCloser, error) {
-	id, ch, err := c.start(Request{Op: OpTar, Freeze: freeze})
+	id, ch, err := c.start(Request{Op: OpTar})
 	if err != nil {
 		return nil, err
 	}
-	var first []byte
-	if freeze {
-		var f frame
-		select {
-		case f = <-ch:
-		case <-c.down:
-			return nil, c.Err()
-		case <-ctx.Done():
-			c.forget(id)
-			body, _ := json.Marshal(Request{Op: OpCancel, Target: id})
-			c.send(KindRequest, 0, body)
-			return nil, ctx.Err()
-		}
-		if f.kind == KindReply {
-			var rep Reply
-			if err := json.Unmarshal(f.payload, &rep); err != nil {
-				c.fail(fmt.Errorf("%w: reply to request %d: %v", ErrMalformed, id, err))
-				return nil, c.Err()
-			}
-			if err := rep.Error.err(); err != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: the snapshot of request %d is empty", ErrMalformed, id)
-		}
-		first = f.payload
-	}
 	pr, pw := io.Pipe()
 	go func() {
-		if len(first) > 0 {
-			if _, err := pw.Write(first); err != nil {
-				c.drop(id, ch)
-				return
-			}
-		}
 		for {
 			var f frame
 			select {
@@ -374,29 +327,24 @@ func (c *Client) tar(ctx context.Context, freeze bool) (io.ReadCloser, error) {
 				return
 			}
 			if _, err := pw.Write(f.payload); err != nil {
-				c.drop(id, ch)
+				// The reader gave up: the rest is read and dropped.
+				body, _ := json.Marshal(Request{Op: OpCancel, Target: id})
+				c.send(KindRequest, 0, body)
+				go func() {
+					for {
+						select {
+						case f := <-ch:
+							if f.kind == KindReply {
+								return
+							}
+						case <-c.down:
+							return
+						}
+					}
+				}()
 				return
 			}
 		}
 	}()
 	return pr, nil
-}
-
-// drop cancels the stream of request id, whose reader gave up: the rest
-// is read and dropped.
-func (c *Client) drop(id uint32, ch chan frame) {
-	body, _ := json.Marshal(Request{Op: OpCancel, Target: id})
-	c.send(KindRequest, 0, body)
-	go func() {
-		for {
-			select {
-			case f := <-ch:
-				if f.kind == KindReply {
-					return
-				}
-			case <-c.down:
-				return
-			}
-		}
-	}()
 }

@@ -13,7 +13,7 @@ import (
 // not used, and commands run one exec each.
 const (
 	Protocol = "runner-channel"
-	Version  = 3
+	Version  = 2
 )
 
 // Hello is the helper's first frame.
@@ -29,7 +29,7 @@ const (
 	OpRead   = "read"   // read the regular file Path
 	OpWrite  = "write"  // replace the content of Path with Data
 	OpList   = "list"   // list Path, recursively if Recursive
-	OpTar    = "tar"    // stream a tar of the workspace as KindData frames, frozen first if Freeze
+	OpTar    = "tar"    // stream a tar of the workspace as KindData frames
 	OpCancel = "cancel" // end request Target early (an exec: as at its timeout)
 )
 
@@ -50,8 +50,6 @@ type Request struct {
 	Data      []byte      `json:"data,omitempty"`
 	Mode      fs.FileMode `json:"mode,omitempty"`
 	Recursive bool        `json:"recursive,omitempty"`
-	// tar
-	Freeze bool `json:"freeze,omitempty"`
 	// cancel
 	Target uint32 `json:"target,omitempty"`
 }

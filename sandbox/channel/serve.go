@@ -134,7 +134,7 @@ func (s *server) handle(ctx context.Context, id uint32, req Request) Reply {
 	case OpList:
 		rep.Files, err = listFiles(req.Path, req.Recursive)
 	case OpTar:
-		err = streamTar(ctx, func(p []byte) error { return s.send(KindData, id, p) }, req.Freeze)
+		err = streamTar(ctx, func(p []byte) error { return s.send(KindData, id, p) })
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}

@@ -30,8 +30,7 @@ type Sandbox struct {
 	helper   helperDelivery    // how the helper reached it, if at all
 
 	mu        sync.Mutex
-	stopped   bool // snapshot taken: no more commands
-	paused    bool // for the snapshot's copy through the archive API
+	stopped   bool
 	closed    bool
 	closeErr  error
 	closeOnce sync.Once
