@@ -72,8 +72,8 @@ func isLocalDaemon(host string) bool {
 //     a memory-backed volume of the sandbox's own, owned by root (0755,
 //     the file 0555).
 //
-// A refused mount turns the engine to copies for good (see
-// createWithChannel).
+// A refused mount (see createWithChannel), or a mounted helper that does
+// not start (see startChannel), turns the engine to copies for good.
 type helperDelivery uint8
 
 const (
@@ -147,6 +147,13 @@ func (d *Sandbox) startChannel(ctx context.Context) {
 	d.ch = &channelState{link: channel.NewLink(d.name, linkHost{d}), stderr: &fileops.LimitedBuffer{Max: 4 << 10}}
 	c, err := d.dialChannel(ctx)
 	if err != nil {
+		if d.helper == helperBound && ctx.Err() == nil {
+			// The engine mounted a file it sees but the sandbox user
+			// cannot run as the helper (another user's, not executable,
+			// another build): the next sandboxes get a copy of runner's.
+			d.e.channelBind.Store(false)
+			err = fmt.Errorf("%w (the helper mounted from %s did not start; the next sandboxes get a copy of it)", err, d.e.channelHelper)
+		}
 		d.ch.link.Down(fmt.Errorf("start the command channel: %w", err))
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -82,5 +83,37 @@ func TestChannelHelperNotOnTheEngineIsCopied(t *testing.T) {
 	<-done
 	if _, err := os.Stat(filepath.Join(dir, "sandbox-channel")); err == nil {
 		t.Error("the helper's file was visible outside the test's mount namespace: the test proves nothing")
+	}
+}
+
+// A helper file the engine mounts but the sandbox user cannot run (here
+// root's, mode 0700) leaves that sandbox on an exec per command, with a
+// notice, and turns the engine to copies: the next sandbox's channel is up.
+func TestChannelMountedHelperThatCannotRunIsCopied(t *testing.T) {
+	body, err := os.ReadFile(dockertest.ChannelHelper(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "sandbox-channel")
+	if err := os.WriteFile(bin, body, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := dockertest.Engine(t).OwnedBy(sandbox.Self())
+	if err := e.UseChannel(bin); err != nil {
+		t.Fatal(err)
+	}
+	first := startOn(t, e, sandbox.Config{})
+	if !first.HelperBound() || first.ChannelPID() != 0 {
+		t.Fatalf("first sandbox: helper bound %v, channel pid %d; want the mount tried and no channel", first.HelperBound(), first.ChannelPID())
+	}
+	if res := run(t, first, "echo fallback", sandbox.ExecOptions{}); res.Stdout != "fallback\n" || !strings.Contains(res.Notice, "did not start") {
+		t.Errorf("a command in the first sandbox: %+v", res)
+	}
+	if e.BindsChannelHelper() {
+		t.Fatal("the engine goes on mounting a helper that does not start")
+	}
+	second := startOn(t, e, sandbox.Config{})
+	if second.HelperBound() || second.ChannelPID() == 0 {
+		t.Errorf("second sandbox: helper bound %v, channel pid %d; want a copy and the channel up", second.HelperBound(), second.ChannelPID())
 	}
 }
