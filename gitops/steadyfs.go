@@ -44,8 +44,8 @@ func (s steadyFS) ReadDir(path string) ([]os.FileInfo, error) {
 		if infos, err = s.Filesystem.ReadDir(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return infos, err
 		}
-		if _, lerr := s.Filesystem.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
-			return nil, err // the directory is gone
+		if _, serr := s.Filesystem.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+			return nil, err // the directory is gone, or a symlink to none
 		}
 	}
 	return nil, fmt.Errorf("list %s: entries kept vanishing while it was listed (last: %v)", path, err)

@@ -3,7 +3,9 @@ package gitops
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
@@ -120,6 +123,21 @@ func TestOpenRepoListsRefsWhileLocksComeAndGo(t *testing.T) {
 		}
 		if n != branches {
 			t.Fatalf("round %d: listed %d of the %d agent branches", round, n, branches)
+		}
+	}
+}
+
+// A directory that is gone, or a symlink to none, lists as not existing
+// at once, as go-git expects, not after steadyFS's retries.
+func TestSteadyFSMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	s := steadyFS{osfs.New(dir)}
+	for _, p := range []string{"gone", "dangling"} {
+		if _, err := s.ReadDir(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadDir(%s): %v, want a not-exist error", p, err)
 		}
 	}
 }
