@@ -74,8 +74,18 @@ start() {
   local name=$1; shift
   mkdir -p "$RUN" "$LOGS"
   setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
-  echo "$! $1" >"$RUN/$name.pid"
-  log "started $name (pid $!)"
+  local pid=$!
+  echo "$pid $1" >"$RUN/$name.pid"
+  # Until it has run BINARY, the process is this shell's fork, whose
+  # command line pid_alive does not recognise: wait (up to 5 s) for it to
+  # show BINARY or to end, so that a process still starting is not taken
+  # for one that exited.
+  for _ in $(seq 1 100); do
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$1" && break
+    [ -d "/proc/$pid" ] || break
+    sleep 0.05
+  done
+  log "started $name (pid $pid)"
 }
 
 # stop NAME: SIGTERM, then SIGKILL after 15 s, the process recorded as NAME.
