@@ -64,8 +64,10 @@ func isLocalDaemon(host string) bool {
 // the sandbox user can neither write nor replace:
 //
 //   - bound: with an engine on this machine, the helper's file itself,
-//     mounted read-only (root's file, mode 0555): no copy, no volume, no
-//     cost per sandbox beyond the mount;
+//     mounted read-only (with the host's owner and mode, which the
+//     sandbox user cannot change on a read-only mount): no copy, no
+//     volume, no cost per sandbox beyond the mount; the host's path of
+//     the file shows in the sandbox's /proc/self/mountinfo;
 //   - copied: through the archive API (an engine elsewhere, or one that
 //     refused the mount because it does not see the file, as an engine
 //     reached through a socket from another machine or container): into
