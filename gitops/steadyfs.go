@@ -78,10 +78,10 @@ func steadyStorage(dir billy.Filesystem, opts filesystem.Options) *filesystem.St
 // steadyRepo gives repo, as go-git opened it, steady listings: its storage
 // is made again on the same git directory (nothing is read or written).
 func steadyRepo(repo *git.Repository) (*git.Repository, error) {
-	st, ok := repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return nil, fmt.Errorf("repository is not stored on disk (%T)", repo.Storer)
+	dir, err := gitDir(repo)
+	if err != nil {
+		return nil, err
 	}
-	repo.Storer = steadyStorage(st.Filesystem(), filesystem.Options{})
+	repo.Storer = steadyStorage(dir, filesystem.Options{})
 	return repo, nil
 }
